@@ -216,10 +216,12 @@ class Registry:
         if not NAMESPACE_PATTERN.match(namespace):
             raise _Failure(
                 f'entry-point name "{namespace}" is not a valid namespace (lowercase letters, digits, "_"). '
-                "Rename the entry point in [project.entry-points.bootcamp]"
+                "Rename the entry point in [project.entry-points.bootcamp]."
             )
         if namespace in self.plugins and self.plugins[namespace].error is None:
-            raise _Failure(f'namespace "{namespace}" is already used by {self.plugins[namespace].label}')
+            raise _Failure(
+                f'namespace "{namespace}" is already used by {self.plugins[namespace].label}. Rename one of them.'
+            )
         try:
             self._pm.register(plugin, name=namespace)
             self._pm.check_pending()
@@ -227,15 +229,15 @@ class Registry:
             self._pm.unregister(name=namespace)
             raise _Failure(
                 f"{error}. Hook names and arguments must match bootcamp_core.hookspecs exactly "
-                f"(e.g. `def bootcamp_register_tools(register)`)"
+                f"(e.g. `def bootcamp_register_tools(register)`)."
             ) from error
         except ValueError as error:
-            raise _Failure(f"{error}. Uninstall the duplicate") from error
+            raise _Failure(f"{error}. Uninstall the duplicate.") from error
         if not self._pm.get_hookcallers(plugin):
             self._pm.unregister(name=namespace)
             raise _Failure(
                 f"{info.module} has no hook implementations. Decorate its hook functions with "
-                "@bootcamp_core.hookimpl and point the entry point at the hooks module"
+                "@bootcamp_core.hookimpl and point the entry point at the hooks module."
             )
         others = [p for p in self._pm.get_plugins() if p is not plugin]
         collected: dict[str, list[ComponentInfo]] = {kind: [] for kind in KINDS}
@@ -250,7 +252,7 @@ class Registry:
             except Exception as error:
                 self._pm.unregister(name=namespace)
                 raise _Failure(
-                    f"{hook_name} raised {type(error).__name__}: {error}. Fix the hook or report it to the plugin's authors"
+                    f"{hook_name} raised {type(error).__name__}: {error}. Fix the hook or report it to the plugin's authors."
                 ) from error
         for kind, components in collected.items():
             seen: dict[str, ComponentInfo] = {}
@@ -259,7 +261,7 @@ class Registry:
                     message = (
                         f"{info.label}: {kind} class `{component.cls.__qualname__}` defines its name as "
                         f"`{component.cls.name}` but that name is already used by `{seen[component.id].cls.__qualname__}`. "
-                        "Give each component of one kind its own name"
+                        "Give each component of one kind its own name."
                     )
                     self._conflicts.append(message)
                     self._pm.unregister(name=namespace)
@@ -275,13 +277,13 @@ class Registry:
         if not (isinstance(cls, type) and issubclass(cls, base)):
             raise _Failure(
                 f"register() in {KINDS[kind][0]} got {cls!r}, which is not a {base.__name__} subclass. "
-                f"Pass the class itself, a subclass of bootcamp_core.{base.__name__}"
+                f"Pass the class itself, a subclass of bootcamp_core.{base.__name__}."
             )
         name = getattr(cls, "name", None)
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise _Failure(
                 f"{base.__name__} class `{cls.__qualname__}` has name {name!r}. "
-                "Set the class attribute `name` to 1-64 characters of letters, digits, '_' or '-'"
+                "Set the class attribute `name` to 1-64 characters of letters, digits, '_' or '-'."
             )
         return ComponentInfo(kind, f"{info.namespace}/{name}", cls, info)
 

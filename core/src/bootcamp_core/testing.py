@@ -20,6 +20,8 @@ import json
 import math
 import random
 import re
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +33,7 @@ import attrs
 from bootcamp_core.config import InstructionConfig, parse_instruction_config
 from bootcamp_core.plugins import Registry
 
-__all__ = ["BootcampConformance", "check_bootcamp", "episode_kwargs", "example_arguments"]
+__all__ = ["BootcampConformance", "check_bootcamp", "episode_kwargs", "example_arguments", "write_distribution"]
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
 #: Seconds one tool or interaction call may take in the kit before it counts as hanging.
@@ -224,15 +226,18 @@ class BootcampConformance:
             st.sampled_from(['{"result": }', "```json\n{", "NaN", "inf", "-1e309", "\x00", "[" * 50, '{"a": [1, {}]}']),
         )
 
-        for plan, identity, _ in cases[: len(self.seeds)]:
-            reward = self.registry.component("reward", plan.reward)
-
+        def check_in_range(reward, identity):
             @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
             @given(output=garbage)
-            def scores_in_range(output, reward=reward, identity=identity):
+            def scores_in_range(output):
                 score = reward.verify_score(output, identity, **episode_kwargs())
                 assert isinstance(score, float) and 0.0 <= score <= 1.0, f"score {score!r} for {output!r}"
 
+            return scores_in_range
+
+        for plan, identity, _ in cases[: len(self.seeds)]:
+            reward = self.registry.component("reward", plan.reward)
+            scores_in_range = check_in_range(reward, identity)
             scores_in_range()
             for output in (None, "", 123):
                 assert 0.0 <= reward.verify_score(output, identity, **episode_kwargs()) <= 1.0
@@ -290,7 +295,7 @@ class BootcampConformance:
 def check_bootcamp(namespace: str, pytest_args: list[str] | None = None) -> int:
     """Run :class:`BootcampConformance` against an installed bootcamp; returns pytest's exit code."""
     try:
-        import pytest
+        import pytest  # noqa: F401
     except ImportError:
         from bootcamp_core.errors import BootcampError
 
@@ -307,5 +312,37 @@ def check_bootcamp(namespace: str, pytest_args: list[str] | None = None) -> int:
             f"class TestConformance(BootcampConformance):\n    namespace = {namespace!r}\n",
             encoding="utf-8",
         )
-        return int(pytest.main([str(test_file), "-c", str(root / "pytest.ini"), "--rootdir", folder,
-                                "-p", "no:cacheprovider", "-q", *(pytest_args or [])]))
+        command = [sys.executable, "-m", "pytest", str(test_file), "-c", str(root / "pytest.ini"), "--rootdir", folder,
+                   "-p", "no:cacheprovider", "-q", *(pytest_args or [])]
+        return subprocess.run(command, check=False).returncode
+
+
+def write_distribution(
+    folder: str | Path,
+    name: str,
+    version: str = "1.0",
+    *,
+    entry_points: dict[str, dict[str, str]] | None = None,
+    modules: dict[str, str] | None = None,
+) -> Path:
+    """Write a minimal installed distribution (dist-info + modules) into ``folder``, e.g. for discovery tests.
+
+    Put ``folder`` on ``sys.path`` (or ``PYTHONPATH`` of a subprocess) and its entry points are found like those of
+    any installed package: ``write_distribution(tmp, "bootcamp-x", entry_points={"bootcamp": {"x": "x_hooks"}},
+    modules={"x_hooks.py": "..."})``.
+    """
+    folder = Path(folder)
+    dist_info = folder / f"{name.replace('-', '_')}-{version}.dist-info"
+    dist_info.mkdir(parents=True, exist_ok=True)
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8")
+    lines = []
+    for group, items in (entry_points or {}).items():
+        lines.append(f"[{group}]")
+        lines += [f"{key} = {value}" for key, value in items.items()]
+        lines.append("")
+    (dist_info / "entry_points.txt").write_text("\n".join(lines), encoding="utf-8")
+    for relative, source in (modules or {}).items():
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+    return dist_info

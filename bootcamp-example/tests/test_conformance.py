@@ -1,0 +1,8 @@
+from bootcamp_core.testing import BootcampConformance
+
+
+class TestConformance(BootcampConformance):
+    namespace = "example"
+
+    def solution(self, identity):
+        return f'```json\n{{"result": {identity["expected_result"]!r}}}\n```'
