@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -105,6 +106,8 @@ def parse_split_samples(value: str | Mapping[str, Any]) -> dict[str, int]:
         if not name or not str(name).replace("_", "").replace("-", "").isalnum():
             raise ConfigError(f'split samples "{value}": bad split name {name!r} (letters, digits, "_", "-")')
         try:
+            if isinstance(count, bool) or (isinstance(count, float) and not count.is_integer()):
+                raise ValueError(count)  # int() would silently make True 1 and 2.5 2
             number = int(count)
         except (TypeError, ValueError):
             raise ConfigError(f'split samples "{value}": count {count!r} of split "{name}" is not an integer') from None
@@ -166,6 +169,7 @@ class InstructionConfig:
     interaction_config_path: Path | None = None
     no_tool: bool = False
     no_interaction: bool = False
+    error: str | None = None  # why a batch-registry line gave no config; generate_many reports it as that config's failure
 
 
 def config_stem(path: Path) -> str:
@@ -199,9 +203,10 @@ def parse_instruction_config(
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: expected a mapping with instruction_generators and global_config")
     _warn_unknown(data, TOP_KEYS, where)
-    global_config = dict(data.get("global_config") or {})
-    if not isinstance(global_config, dict):
+    global_config = data.get("global_config") or {}
+    if not isinstance(global_config, Mapping):
         raise ConfigError(f"{where}: global_config must be a mapping")
+    global_config = dict(global_config)
     extra_global = overrides.get("global_config") or {}
     if not isinstance(extra_global, Mapping):
         raise ConfigError(f"--global-config-overrides must be a JSON object, got {extra_global!r}")
@@ -222,8 +227,8 @@ def parse_instruction_config(
             raise ConfigError(f"{group_where}: expected a mapping")
         _warn_unknown(group, GROUP_KEYS, group_where)
         ratio = group.get("generation_ratio", 1.0)
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not ratio > 0:
-            raise ConfigError(f"{group_where}: generation_ratio must be a number > 0, got {ratio!r}")
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio < math.inf:
+            raise ConfigError(f"{group_where}: generation_ratio must be a finite number > 0, got {ratio!r}")
         generator_config = group.get("config") or {}
         if isinstance(generator_config, (str, os.PathLike)):
             generator_config = _load_mapping(resolve_path(generator_config, base), f"{group_where}: config")

@@ -27,6 +27,7 @@ import attrs
 from bootcamp_core.config import (
     InstructionConfig,
     allocate,
+    config_stem,
     load_component_config,
     load_instruction_config,
     load_registry_file,
@@ -262,7 +263,7 @@ def iter_records(
 
 
 class _ParquetColumns:
-    """Buffers the varying parts of rows (prompt, identity, index, group) and writes them column by column."""
+    """Buffers (record, index) pairs and writes them to Parquet column by column, constant parts built once."""
 
     def __init__(self, writer: ParquetWriter, plans: list[GroupPlan], split: str) -> None:
         import pyarrow as pa
@@ -271,7 +272,6 @@ class _ParquetColumns:
         extra = writer.schema.field("extra_info").type
         self.bootcamp_type = extra.field("bootcamp").type
         self.tools_type = extra.field("tools_kwargs").type
-        self.interaction_type = extra.field("interaction_kwargs").type
         self.bootcamps = pa.array(
             [
                 {"generator": plan.generator, "tools": list(plan.tools), "interaction": plan.interaction,
@@ -280,43 +280,41 @@ class _ParquetColumns:
             ],
             type=self.bootcamp_type,
         )
-        self.prompts: list[str] = []
-        self.identities: list[str] = []
-        self.indices: list[int] = []
-        self.groups: list[int] = []
+        self.rows: list[tuple[_Emitted, int]] = []
 
     def add(self, emitted: _Emitted, index: int) -> None:
-        prompt = emitted.prompt
-        self.prompts.append(prompt if isinstance(prompt, str) else dumps(prompt))
-        self.identities.append(emitted.identity_json)
-        self.indices.append(index)
-        self.groups.append(emitted.group)
-        if len(self.indices) >= PARQUET_BATCH_ROWS:
+        self.rows.append((emitted, index))
+        if len(self.rows) >= PARQUET_BATCH_ROWS:
             self.flush()
 
     def flush(self) -> None:
-        if not self.indices:
+        if not self.rows:
             return
-        pa, plans, count = self.pa, self.plans, len(self.indices)
-        groups = pa.array(self.groups, pa.int32())
-        identities = pa.array(self.identities, pa.string())
+        pa, plans, count = self.pa, self.plans, len(self.rows)
+        emitted_rows = [row[0] for row in self.rows]
+        group_list = [row.group for row in emitted_rows]
+        groups = pa.array(group_list, pa.int32())
+        identities = pa.array([row.identity_json for row in emitted_rows], pa.string())
         string = pa.string()
 
         def per_group(values: list) -> Any:
             return pa.array(values).take(groups)
 
         user = pa.StructArray.from_arrays(
-            [pa.array(["user"] * count, string), pa.array(self.prompts, string)], names=["role", "content"]
+            [pa.array(["user"] * count, string),
+             pa.array([row.prompt if isinstance(row.prompt, str) else dumps(row.prompt) for row in emitted_rows],
+                      string)],
+            names=["role", "content"],
         )
         prompt = pa.ListArray.from_arrays(pa.array(range(count + 1), pa.int32()), user)
         reward_model = pa.StructArray.from_arrays(
             [identities, pa.array(["rule"] * count, string)], names=["ground_truth", "style"]
         )
-        tool_counts = [len(plans[group].tool_names) for group in self.groups]
+        tool_counts = [len(plans[group].tool_names) for group in group_list]
         offsets = [0]
         for tool_count in tool_counts:
             offsets.append(offsets[-1] + tool_count)
-        keys = [name for group in self.groups for name in plans[group].tool_names]
+        keys = [name for group in group_list for name in plans[group].tool_names]
         tool_identities = identities.take(pa.array(
             [row for row, tool_count in enumerate(tool_counts) for _ in range(tool_count)], pa.int64()))
         items = pa.StructArray.from_arrays(
@@ -328,11 +326,11 @@ class _ParquetColumns:
         interaction = pa.StructArray.from_arrays(
             [per_group([plan.interaction for plan in plans]).cast(string), identities],
             names=["name", "identity"],
-            mask=pa.array([not has_interaction[group] for group in self.groups]),
+            mask=pa.array([not has_interaction[group] for group in group_list]),
         )
         extra_info = pa.StructArray.from_arrays(
             [
-                pa.array(self.indices, pa.int64()),
+                pa.array([row[1] for row in self.rows], pa.int64()),
                 pa.array([self.split] * count, string),
                 per_group([plan.group_name for plan in plans]),
                 tools_kwargs,
@@ -347,7 +345,7 @@ class _ParquetColumns:
             schema=self.writer.schema,
         )
         self.writer.write_table(table)
-        self.prompts, self.identities, self.indices, self.groups = [], [], [], []
+        self.rows = []
 
 
 def _write_range(
@@ -384,10 +382,14 @@ def _write_range(
     return stop - start
 
 
+#: The registry of the pool being run; forked workers inherit it, so they resolve ids exactly as the caller did.
+_pool_registry: Registry | None = None
+
+
 def _write_range_job(args: tuple) -> tuple[int, int]:
     """Pool entry point: (config number, split, start, stop, part paths...) → (config number, rows written)."""
     number, config, split, start, stop, jsonl_path, parquet_path = args
-    _write_range(config, split, start, stop, jsonl_path, parquet_path)
+    _write_range(config, split, start, stop, jsonl_path, parquet_path, _pool_registry)
     return number, stop - start
 
 
@@ -450,6 +452,8 @@ def generate_many(
     runnable: list[int] = []
     for number, config in enumerate(configs):
         try:
+            if config.error:
+                raise ConfigError(config.error)
             plan_groups(config, registry)
             runnable.append(number)
         except BootcampError as error:
@@ -469,7 +473,7 @@ def generate_many(
                 if not continue_on_error:
                     raise
         return reports
-    _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_error, reports, progress)
+    _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_error, reports, progress, registry)
     return reports
 
 
@@ -480,20 +484,25 @@ def _record_files(report: GenerationReport, split: str, count: int, jsonl: Path,
         report.files.append(parquet)
 
 
-def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_error, reports, progress) -> None:
+def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_error, reports, progress,
+                      registry=None) -> None:
+    global _pool_registry
     parts_dir = output_dir / f".parts-{os.getpid()}"
     parts_dir.mkdir(exist_ok=True)
     jobs: dict[int, list[tuple]] = {}
     for number in runnable:
         config = configs[number]
         for split, count in config.split_samples.items():
-            for start in range(0, max(count, 1), CHUNK_ROWS):
-                stop = min(count, start + CHUNK_ROWS)
+            # several chunks per worker keep both busy when configs differ in cost
+            chunk = max(1, min(CHUNK_ROWS, -(-count // (4 * max_workers))))
+            for start in range(0, max(count, 1), chunk):
+                stop = min(count, start + chunk)
                 stem = parts_dir / f"{number}_{split}_{start:012d}"
                 jobs.setdefault(number, []).append(
                     (number, config, split, start, stop, stem.with_suffix(".jsonl"),
                      stem.with_suffix(".parquet") if config.gen_parquet else None)
                 )
+    _pool_registry = registry
     try:
         with ProcessPoolExecutor(max_workers=max_workers) as pool:
             futures = {pool.submit(_write_range_job, job): job for number in jobs for job in jobs[number]}
@@ -532,6 +541,7 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
                     _concat_parquet([part[6] for part in parts], parquet)
                 _record_files(reports[number], split, count, jsonl, parquet)
     finally:
+        _pool_registry = None
         shutil.rmtree(parts_dir, ignore_errors=True)
 
 
@@ -612,14 +622,22 @@ def config_for_bootcamp(
 
 def configs_from_registry_file(path: str | os.PathLike, registry: Registry | None = None, overrides: dict | None = None
                                ) -> list[InstructionConfig]:
-    """One instruction config per line of a batch registry (CLI ``overrides`` win over the line's own)."""
+    """One instruction config per line of a batch registry (CLI ``overrides`` win over the line's own).
+
+    A line whose config cannot be built (unknown namespace, broken config file) becomes a config carrying its
+    ``error``: :func:`generate_many` reports it, so ``continue_on_error`` still generates every other line.
+    """
     configs = []
     for entry in load_registry_file(path):
         merged = {**entry.overrides, **{k: v for k, v in (overrides or {}).items() if v is not None}}
-        if entry.config_path is not None:
-            config = load_instruction_config(entry.config_path, name=entry.name, namespace=entry.namespace,
-                                             overrides=merged)
-        else:
-            config = config_for_bootcamp(entry.namespace, registry, merged, name=entry.name)
+        try:
+            if entry.config_path is not None:
+                config = load_instruction_config(entry.config_path, name=entry.name, namespace=entry.namespace,
+                                                 overrides=merged)
+            else:
+                config = config_for_bootcamp(entry.namespace, registry, merged, name=entry.name)
+        except BootcampError as error:
+            name = entry.name or entry.namespace or config_stem(entry.config_path)
+            config = InstructionConfig(name=name, groups=(), split_samples={}, error=f"{path}:{entry.line}: {error}")
         configs.append(config)
     return configs

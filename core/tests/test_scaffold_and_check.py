@@ -1,0 +1,163 @@
+"""`bootcamp new` renders a working bootcamp; `bootcamp check` runs the conformance kit on any installed one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bootcamp_core.errors import ConfigError
+from bootcamp_core.scaffold import _WORD, new_bootcamp, render, template_root
+from bootcamp_core.testing import write_distribution
+
+
+def run(*command: str, site: Path | None = None, cwd: Path | None = None, timeout: int = 300):
+    env = {**os.environ, "BOOTCAMP_STRICT_PLUGINS": "1"}
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+    return subprocess.run(list(command), capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+
+
+def bootcamp(*args: str, **kwargs):
+    return run(sys.executable, "-m", "bootcamp_core.cli", *args, **kwargs)
+
+
+def install(package: Path, target: Path) -> None:
+    """A real install (wheel built by the package's own build backend) into a folder of its own."""
+    try:
+        from uv import find_uv_bin
+
+        command = [find_uv_bin(), "pip", "install", "--python", sys.executable, "--no-deps", "--target", str(target),
+                   str(package)]
+    except ImportError:
+        command = [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(package)]
+    result = run(*command)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_render_replaces_only_the_namespace():
+    assert render("bootcamp-example bootcamp_example example/calculator 'example'", "my_task") == (
+        "bootcamp-my-task bootcamp_my_task my_task/calculator 'my_task'"
+    )
+    assert render("examples exampled counterexample", "x") == "examples exampled counterexample"
+
+
+def test_new_refuses_bad_names_and_existing_folders(tmp_path: Path):
+    with pytest.raises(ConfigError, match="not a valid namespace"):
+        new_bootcamp("Bad-Name", tmp_path)
+    new_bootcamp("fine", tmp_path)
+    with pytest.raises(ConfigError, match="already exists"):
+        new_bootcamp("fine", tmp_path)
+    new_bootcamp("fine", tmp_path, force=True)
+
+
+@pytest.mark.slow
+def test_new_bootcamp_installs_lists_generates_and_passes_its_own_tests(tmp_path: Path):
+    result = bootcamp("new", "my_task", "--output-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    package = tmp_path / "bootcamp-my-task"
+    assert (package / "src" / "bootcamp_my_task" / "hooks.py").is_file()
+    assert (package / "src" / "bootcamp_my_task" / "configs" / "default.yaml").is_file()
+    pyproject = (package / "pyproject.toml").read_text()
+    assert 'name = "bootcamp-my-task"' in pyproject and 'my_task = "bootcamp_my_task.hooks"' in pyproject
+    leftovers = [str(path) for path in package.rglob("*") if path.is_file() and _WORD.search(path.read_text())]
+    assert leftovers == []
+    # the template is the living bootcamp-example: same files, nothing but the namespace changed
+    source = template_root()
+    assert sorted(p.name for p in package.rglob("*.py")) == sorted(
+        p.name for p in source.rglob("*.py") if "__pycache__" not in p.parts)
+
+    site = tmp_path / "site"
+    install(package, site)
+    listed = bootcamp("plugins", "--json", site=site)
+    assert listed.returncode == 0, listed.stderr
+    plugins = {item["namespace"]: item for item in json.loads(listed.stdout)}
+    assert plugins["my_task"]["error"] is None
+    assert plugins["my_task"]["distribution"] == "bootcamp-my-task"
+    assert plugins["my_task"]["components"]["generator"] == ["my_task/arithmetic"]
+
+    out = tmp_path / "out"
+    generated = bootcamp("generate", "--bootcamp", "my_task", "--split-samples", "train:6,test:2", "--output-dir",
+                         str(out), "-q", site=site)
+    assert generated.returncode == 0, generated.stderr
+    records = [json.loads(line) for line in (out / "my_task_train.jsonl").read_text().splitlines()]
+    assert len(records) == 6 and {r["data_source"] for r in records} == {"bootcamp/my_task"}
+    assert records[0]["extra_info"]["bootcamp"]["versions"] == {"bootcamp-my-task": "0.1.0"}
+
+    tests = run(sys.executable, "-m", "pytest", str(package / "tests"), "-q", "-p", "no:cacheprovider",
+                "--rootdir", str(package), site=site, cwd=tmp_path)
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
+    assert " passed" in tests.stdout
+
+    checked = bootcamp("check", "my_task", site=site)
+    assert checked.returncode == 0, checked.stdout[-3000:]
+
+
+BAD_HOOKS = """
+from bootcamp_core import TaskGenerator, Reward, Tool, hookimpl
+
+class Gen(TaskGenerator):
+    name = "g"
+    tools = ("t",)
+    reward = "r"
+    def case_generator(self, rng):
+        return {"n": rng.randint(0, 9), "pair": (1, 2)}   # a tuple does not survive JSON
+    def prompt_func(self, identity, rng):
+        return "   "                                     # empty prompt
+
+class T(Tool):
+    name = "t"
+    description = "broken schema"
+    parameters = {"type": "objekt"}
+    async def execute(self, instance_id, parameters, **kwargs):
+        return "ok", 0.0, {}
+
+class R(Reward):
+    name = "r"
+    def verify_score(self, output, identity, **kwargs):   # overrides the clamping
+        return 2.0
+
+@hookimpl
+def bootcamp_register_task_generators(register):
+    register(Gen)
+
+@hookimpl
+def bootcamp_register_tools(register):
+    register(T)
+
+@hookimpl
+def bootcamp_register_rewards(register):
+    register(R)
+"""
+
+
+def test_check_reports_every_broken_rule_of_a_nonconforming_bootcamp(tmp_path: Path):
+    site = tmp_path / "site"
+    write_distribution(site, "bootcamp-bad", "0.1", entry_points={"bootcamp": {"bad": "bad_hooks"}},
+                       modules={"bad_hooks.py": BAD_HOOKS})
+    result = bootcamp("check", "bad", site=site)
+    assert result.returncode == 1
+    for failed in ("test_identity_survives_a_json_round_trip", "test_prompts_are_not_empty",
+                   "test_tool_parameters_are_valid_json_schema", "test_rewards_stay_in_range_and_never_raise_on_garbage"):
+        assert "FAILED" in result.stdout and failed in result.stdout, result.stdout[-3000:]
+
+
+def test_check_on_the_installed_test_double_passes_and_unknown_namespace_is_clear():
+    result = bootcamp("check", "example")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "passed" in result.stdout
+    unknown = bootcamp("check", "exampel")
+    assert unknown.returncode == 1 and 'Did you mean "example"' in unknown.stderr
+
+
+def test_template_is_bootcamp_example_and_renders_to_itself():
+    root = template_root()
+    assert (root / "src" / "bootcamp_example" / "hooks.py").is_file()
+    for path in root.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts:
+            text = path.read_text(encoding="utf-8")
+            assert render(text, "example") == text, path
