@@ -169,7 +169,8 @@ class InstructionConfig:
     interaction_config_path: Path | None = None
     no_tool: bool = False
     no_interaction: bool = False
-    error: str | None = None  # why a batch-registry line gave no config; generate_many reports it as that config's failure
+    #: Why a batch-registry line gave no config; ``generate_many`` reports it as this config's failure.
+    error: str | None = None
 
 
 def config_stem(path: Path) -> str:
@@ -385,10 +386,14 @@ def load_registry_file(path: str | os.PathLike) -> list[RegistryEntry]:
                 raise ConfigError(f"{path}:{number}: give config_file or namespace (and optionally bootcamp_name)")
             namespace = name
         samples = item.get("sample_number", item.get("split_samples"))
+        try:
+            split_samples = parse_split_samples(samples) if samples is not None else None
+        except ConfigError as error:
+            raise ConfigError(f"{path}:{number}: {error}") from None
         overrides = {
             "class_name": item.get("class_name") or item.get("bootcamp_cls_name"),
             "seed": item.get("seed"),
-            "split_samples": parse_split_samples(samples) if samples is not None else None,
+            "split_samples": split_samples,
             "shuffle": item.get("shuffle"),
             "gen_parquet": item.get("gen_parquet"),
         }

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import multiprocessing
 import os
 import random
 import shutil
@@ -300,11 +301,11 @@ class _ParquetColumns:
         def per_group(values: list) -> Any:
             return pa.array(values).take(groups)
 
+        text = [row.prompt if isinstance(row.prompt, str) else None for row in emitted_rows]
+        parts = [None if isinstance(row.prompt, str) else dumps(row.prompt) for row in emitted_rows]
         user = pa.StructArray.from_arrays(
-            [pa.array(["user"] * count, string),
-             pa.array([row.prompt if isinstance(row.prompt, str) else dumps(row.prompt) for row in emitted_rows],
-                      string)],
-            names=["role", "content"],
+            [pa.array(["user"] * count, string), pa.array(text, string), pa.array(parts, string)],
+            names=["role", "content", "content_parts"],
         )
         prompt = pa.ListArray.from_arrays(pa.array(range(count + 1), pa.int32()), user)
         reward_model = pa.StructArray.from_arrays(
@@ -504,7 +505,10 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
                 )
     _pool_registry = registry
     try:
-        with ProcessPoolExecutor(max_workers=max_workers) as pool:
+        # fork: workers inherit the loaded plugins (and a registry passed in) instead of loading them again
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork") if "fork" in methods else None
+        with ProcessPoolExecutor(max_workers=max_workers, mp_context=context) as pool:
             futures = {pool.submit(_write_range_job, job): job for number in jobs for job in jobs[number]}
             failed: set[int] = set()
             pending = set(futures)
@@ -597,8 +601,7 @@ def default_config_for(namespace: str, registry: Registry | None = None) -> tupl
     info = registry.namespace_plugin(namespace)
     if info.package:
         try:
-            candidate = resources.files(info.package.split(".")[0] if info.package.count(".") else info.package)
-            candidate = candidate / "configs" / "default.yaml"
+            candidate = resources.files(info.package) / "configs" / "default.yaml"
             if candidate.is_file():
                 path = Path(str(candidate))
                 return load_yaml(path), path

@@ -3,8 +3,9 @@
 Writers stream (nothing holds a whole split) and are atomic: they write ``<name>.tmp-<pid>`` beside the target and
 rename it into place only when complete, so an interrupted run never leaves a half-written file under the real name.
 
-In Parquet every copy of the identity is a JSON string (DESIGN.md); a prompt whose content is a list of content parts
-(vision tasks) is stored as the JSON text of that list and decoded on read.
+In Parquet every copy of the identity is a JSON string (DESIGN.md). A prompt message's text goes in ``content``; a
+list of content parts (vision tasks) goes, as JSON text, in ``content_parts`` with ``content`` null, so the two
+never mix up on the way back.
 """
 
 from __future__ import annotations
@@ -57,8 +58,17 @@ class AtomicFile:
             self.temporary.unlink(missing_ok=True)
 
 
-#: The one JSON spelling of a record line used everywhere (UTF-8, no ASCII escaping); one encoder, built once.
-dumps = json.JSONEncoder(ensure_ascii=False).encode
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+# Raw line and paragraph separators are valid JSON but split lines for readers that use str.splitlines()
+_SEPARATORS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def dumps(value: Any) -> str:
+    """The one JSON spelling used in every record line: UTF-8 text, one physical line whatever the reader."""
+    text = _encode(value)
+    if "\u2028" in text or "\u2029" in text or "\x85" in text:
+        return text.translate(_SEPARATORS)
+    return text
 
 
 class JsonlWriter:
@@ -107,7 +117,7 @@ def parquet_schema():
     return pa.schema(
         [
             ("data_source", string),
-            ("prompt", pa.list_(pa.struct([("role", string), ("content", string)]))),
+            ("prompt", pa.list_(pa.struct([("role", string), ("content", string), ("content_parts", string)]))),
             ("reward_model", pa.struct([("ground_truth", string), ("style", string)])),
             (
                 "extra_info",
@@ -141,19 +151,16 @@ def parquet_schema():
     )
 
 
-def _content_to_parquet(content: Any) -> str:
-    return content if isinstance(content, str) else dumps(content)
+def _message_to_parquet(message: dict) -> dict:
+    content = message.get("content")
+    if isinstance(content, str) or content is None:
+        return {"role": message.get("role"), "content": content, "content_parts": None}
+    return {"role": message.get("role"), "content": None, "content_parts": dumps(content)}
 
 
-def _content_from_parquet(content: str) -> Any:
-    if content.startswith('[{"type"'):
-        try:
-            parts = json.loads(content)
-        except json.JSONDecodeError:
-            return content
-        if isinstance(parts, list) and all(isinstance(part, dict) and "type" in part for part in parts):
-            return parts
-    return content
+def _message_from_parquet(message: dict) -> dict:
+    parts = message.get("content_parts")
+    return {"role": message["role"], "content": message["content"] if parts is None else json.loads(parts)}
 
 
 def record_to_row(record: dict) -> dict:
@@ -170,10 +177,7 @@ def record_to_row(record: dict) -> dict:
     bootcamp = extra.get("bootcamp")
     return {
         "data_source": record.get("data_source"),
-        "prompt": [
-            {"role": message.get("role"), "content": _content_to_parquet(message.get("content"))}
-            for message in record.get("prompt") or []
-        ],
+        "prompt": [_message_to_parquet(message) for message in record.get("prompt") or []],
         "reward_model": {
             "ground_truth": dumps((record.get("reward_model") or {}).get("ground_truth")),
             "style": (record.get("reward_model") or {}).get("style"),
@@ -210,9 +214,7 @@ def row_to_record(row: dict) -> dict:
         bootcamp["versions"] = dict(bootcamp.get("versions") or [])
     record = {
         "data_source": row["data_source"],
-        "prompt": [
-            {"role": message["role"], "content": _content_from_parquet(message["content"])} for message in row["prompt"]
-        ],
+        "prompt": [_message_from_parquet(message) for message in row["prompt"]],
         "reward_model": row["reward_model"],
         "extra_info": {key: extra[key] for key in order if key in extra},
     }

@@ -7,6 +7,7 @@ in Parquet; :func:`normalize_record` accepts both.
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -96,7 +97,7 @@ class GeneratedSample:
 
     @classmethod
     def from_record(cls, record: dict) -> GeneratedSample:
-        record = normalize_record(record)
+        record = normalize_record(copy.deepcopy(record))
         extra = record.get("extra_info") or {}
         bootcamp = extra.get("bootcamp")
         if not isinstance(bootcamp, dict):

@@ -1,0 +1,30 @@
+"""Shared fixtures of the core's tests: the installed test double's registry, and logger hygiene."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from bootcamp_core.plugins import Registry
+
+
+@pytest.fixture(scope="session")
+def example_registry() -> Registry:
+    """bootcamp-example through its real entry point, strictly, and nothing else that may be installed."""
+    with pytest.MonkeyPatch.context() as patch:  # only while loading: subprocesses of other tests must not see it
+        patch.setenv("BOOTCAMP_LOAD_PLUGINS", "example")
+        patch.delenv("BOOTCAMP_BLOCK_PLUGINS", raising=False)
+        return Registry.from_entry_points(strict=True)
+
+
+@pytest.fixture(autouse=True)
+def _restore_bootcamp_logger() -> Iterator[None]:
+    """`bootcamp_core.cli.main` configures the "bootcamp_core" logger (handler on the current stderr, no
+    propagation); put it back after each test so caplog keeps working and no handler outlives a captured stream."""
+    logger = logging.getLogger("bootcamp_core")
+    saved = (list(logger.handlers), logger.propagate, logger.level)
+    yield
+    logger.handlers[:] = saved[0]
+    logger.propagate, logger.level = saved[1], saved[2]
