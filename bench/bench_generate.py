@@ -76,7 +76,8 @@ def throughput(count: int, folder: Path) -> None:
     from bootcamp_core.plugins import get_registry
 
     registry = get_registry()
-    generate(level_1_config(1000), folder / "warm", registry=registry)  # imports, first build of components
+    # imports (pyarrow too) and the first build of components stay out of the timings
+    generate(level_1_config(1000, parquet=True), folder / "warm", registry=registry)
     naive = timed(naive_generate, count, folder / "naive.jsonl", shuffle=False)
     jsonl = timed(generate, level_1_config(count), folder / "jsonl", registry=registry)
     both = timed(generate, level_1_config(count, parquet=True), folder / "parquet", registry=registry)
@@ -158,15 +159,24 @@ def main() -> None:
     parser.add_argument("--memory-records", type=int, default=1_000_000, help="records for the memory run")
     parser.add_argument("--baseline-memory-records", type=int, default=40_000)
     parser.add_argument("--quick", action="store_true", help="a small run (numbers are noisier)")
+    parser.add_argument("--section", choices=["throughput", "pool", "memory"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
         args.records, args.pool_records, args.memory_records, args.baseline_memory_records = 30_000, 2_000, 100_000, 8_000
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}")
+    if args.section is None:
+        # each section in a fresh process: one section's heap must not slow the next
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}")
+        for section in ("throughput", "pool", "memory"):
+            subprocess.run([sys.executable, __file__, *sys.argv[1:], "--section", section], check=True)
+        return
     with tempfile.TemporaryDirectory(prefix="bootcamp-bench-") as folder:
         root = Path(folder)
-        throughput(args.records, root)
-        pool_scaling(args.pool_records, root)
-        memory(args.memory_records, args.baseline_memory_records, root / "memory")
+        if args.section == "throughput":
+            throughput(args.records, root)
+        elif args.section == "pool":
+            pool_scaling(args.pool_records, root)
+        else:
+            memory(args.memory_records, args.baseline_memory_records, root)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import gc
 import hashlib
 import json
 import logging
@@ -508,6 +509,9 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
         # fork: workers inherit the loaded plugins (and a registry passed in) instead of loading them again
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork") if "fork" in methods else None
+        # frozen objects are skipped by the children's garbage collector, which would otherwise touch (and so copy)
+        # every page of the parent's heap
+        gc.freeze()
         with ProcessPoolExecutor(max_workers=max_workers, mp_context=context) as pool:
             futures = {pool.submit(_write_range_job, job): job for number in jobs for job in jobs[number]}
             failed: set[int] = set()
@@ -546,6 +550,7 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
                 _record_files(reports[number], split, count, jsonl, parquet)
     finally:
         _pool_registry = None
+        gc.unfreeze()
         shutil.rmtree(parts_dir, ignore_errors=True)
 
 
