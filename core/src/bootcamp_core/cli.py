@@ -24,10 +24,13 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
 
 
-def _add(parser: argparse.ArgumentParser, *flags: str, **kwargs) -> None:
-    """Add a flag with the original framework's underscore spelling as a hidden alias."""
-    aliases = [flag.replace("-", "_").replace("__", "--", 1) for flag in flags if flag.startswith("--") and "-" in flag[2:]]
-    parser.add_argument(*flags, *[alias for alias in aliases if alias not in flags], **kwargs)
+def _add(parser, *flags: str, **kwargs) -> None:
+    """Add a flag, and its original underscore spelling (``--output_dir``) as an alias hidden from ``--help``."""
+    action = parser.add_argument(*flags, **kwargs)
+    aliases = ["--" + flag[2:].replace("-", "_") for flag in flags if flag.startswith("--") and "-" in flag[2:]]
+    if aliases:
+        hidden = {key: value for key, value in kwargs.items() if key not in {"help", "default", "metavar"}}
+        parser.add_argument(*aliases, dest=action.dest, help=argparse.SUPPRESS, default=argparse.SUPPRESS, **hidden)
 
 
 def build_parser() -> argparse.ArgumentParser:
