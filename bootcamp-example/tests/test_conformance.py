@@ -6,3 +6,6 @@ class TestConformance(BootcampConformance):
 
     def solution(self, identity):
         return f'```json\n{{"result": {identity["expected_result"]!r}}}\n```'
+
+    def tool_arguments(self, tool_name, identity):
+        return {"expression": identity["expression"]}

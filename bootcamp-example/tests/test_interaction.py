@@ -46,9 +46,18 @@ def interaction(registry: Registry) -> FeedbackInteraction:
 def test_no_answer_asks_for_the_format(interaction: FeedbackInteraction) -> None:
     results, score = play(interaction, [{"role": "assistant", "content": "Let me think about it."}])
     terminate, feedback, turn_score, extra = results[0]
-    assert (terminate, turn_score, extra) == (False, 0.0, {"attempts": 0})
+    assert (terminate, turn_score, extra) == (False, 0.0, {"attempts": 0, "unanswered": 1})
     assert ANSWER_FORMAT in feedback
     assert score == 0.0
+
+
+def test_turns_without_an_answer_end_the_episode_after_max_unanswered() -> None:
+    silent = {"role": "assistant", "content": "Still thinking."}
+    results, _ = play(FeedbackInteraction(max_unanswered=2), [silent, silent])
+    assert [result[0] for result in results] == [False, True]
+    assert results[-1][3] == {"attempts": 0, "unanswered": 2}
+    results, _ = play(FeedbackInteraction(), [silent, answer(1), silent, silent])
+    assert [result[0] for result in results] == [False, False, False, True]
 
 
 def test_right_answer_ends_the_episode(interaction: FeedbackInteraction) -> None:

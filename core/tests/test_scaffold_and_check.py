@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -141,9 +142,97 @@ def test_check_reports_every_broken_rule_of_a_nonconforming_bootcamp(tmp_path: P
                        modules={"bad_hooks.py": BAD_HOOKS})
     result = bootcamp("check", "bad", site=site)
     assert result.returncode == 1
-    for failed in ("test_identity_survives_a_json_round_trip", "test_prompts_are_not_empty",
-                   "test_tool_parameters_are_valid_json_schema", "test_rewards_stay_in_range_and_never_raise_on_garbage"):
-        assert "FAILED" in result.stdout and failed in result.stdout, result.stdout[-3000:]
+    failed = set(re.findall(r"FAILED \S+::TestConformance::(\w+)", result.stdout))
+    assert {"test_identity_survives_a_json_round_trip", "test_prompts_are_not_empty",
+            "test_tool_parameters_are_valid_json_schema",
+            "test_rewards_stay_in_range_and_never_raise_on_garbage"} <= failed, result.stdout[-3000:]
+
+
+LEAKY_HOOKS = """
+import itertools
+from bootcamp_core import Interaction, Reward, TaskGenerator, Tool, hookimpl
+
+CALLS = itertools.count()   # shared by every episode: a leak between instance ids
+
+
+class Gen(TaskGenerator):
+    name = "g"
+    tools = ("t",)
+    interaction = "i"
+    reward = "r"
+    def case_generator(self, rng):
+        # set order follows PYTHONHASHSEED: records differ from process to process
+        return {"n": rng.randint(0, 9), "tags": list({"alpha", "beta", "gamma", "delta", "epsilon"})}
+    def prompt_func(self, identity, rng):
+        return "Say n."
+
+
+class Gen2(Gen):
+    name = "g2"
+    tools = ()
+    interaction = None
+    reward = "r2"
+
+
+class T(Tool):
+    name = "t"
+    description = "counts calls"
+    parameters = {"type": "object", "properties": {}}
+    async def execute(self, instance_id, parameters, **kwargs):
+        return f"call {next(CALLS)}", 0.0, {}
+
+
+class I(Interaction):
+    name = "i"
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return False, "Try again.", 0.0, {}   # never ends the episode
+
+
+class R(Reward):
+    name = "r"
+    def extract_output(self, output):
+        return output
+    def verify_correction(self, extracted, identity, **kwargs):
+        return 0.0
+
+
+class R2(R):
+    name = "r2"
+    def verify_score(self, output, identity, **kwargs):
+        return 5.0
+
+
+@hookimpl
+def bootcamp_register_task_generators(register):
+    register(Gen)
+    register(Gen2)
+
+@hookimpl
+def bootcamp_register_tools(register):
+    register(T)
+
+@hookimpl
+def bootcamp_register_interactions(register):
+    register(I)
+
+@hookimpl
+def bootcamp_register_rewards(register):
+    register(R)
+    register(R2)
+"""
+
+
+def test_check_catches_leaks_nondeterminism_endless_interactions_and_any_reward_out_of_range(tmp_path: Path):
+    site = tmp_path / "site"
+    write_distribution(site, "bootcamp-leaky", "0.1", entry_points={"bootcamp": {"leaky": "leaky_hooks"}},
+                       modules={"leaky_hooks.py": LEAKY_HOOKS})
+    result = bootcamp("check", "leaky", site=site)
+    assert result.returncode == 1
+    failed = set(re.findall(r"FAILED \S+::TestConformance::(\w+)", result.stdout))
+    assert failed == {"test_generation_is_deterministic", "test_tool_lifecycle", "test_interactions_terminate",
+                      "test_rewards_stay_in_range_and_never_raise_on_garbage",
+                      "test_solution_scores_one"}, result.stdout[-4000:]  # r2 scores an empty answer 5
+    assert "PYTHONHASHSEED" in result.stdout and "leaks between instance ids" in result.stdout
 
 
 def test_check_on_the_installed_test_double_passes_and_unknown_namespace_is_clear():

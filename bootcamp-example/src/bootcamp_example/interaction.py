@@ -11,6 +11,8 @@ from bootcamp_example.answer import ANSWER_FORMAT, extract_result, within_tolera
 __all__ = ["FeedbackInteraction", "message_text"]
 
 MAX_ATTEMPTS = 3
+#: Turns without an answer the interaction tolerates before it ends the episode (so it always terminates).
+MAX_UNANSWERED = 3
 
 
 def message_text(content: Any) -> str:
@@ -25,7 +27,10 @@ def message_text(content: Any) -> str:
 
 
 class FeedbackInteraction(Interaction):
-    """Scores each answer: "Correct." ends the episode; a wrong one gets a hint, up to ``max_attempts`` answers."""
+    """Scores each answer: "Correct." ends the episode; a wrong one gets a hint, up to ``max_attempts`` answers.
+
+    Turns with no answer get the format reminder; after ``max_unanswered`` of them the episode ends as well.
+    """
 
     name: ClassVar[str] = "feedback"
 
@@ -34,7 +39,7 @@ class FeedbackInteraction(Interaction):
     ) -> str:
         """Start an episode with no answers given."""
         instance_id = await super().start_interaction(instance_id, identity, **kwargs)
-        self.state(instance_id).update(attempts=0, last_score=0.0)
+        self.state(instance_id).update(attempts=0, unanswered=0, last_score=0.0)
         return instance_id
 
     async def generate_response(
@@ -48,8 +53,12 @@ class FeedbackInteraction(Interaction):
         answer = extract_result(message_text(content))
         if answer is None:
             state["last_score"] = 0.0
+            state["unanswered"] += 1
+            extra = {"attempts": state["attempts"], "unanswered": state["unanswered"]}
+            if state["unanswered"] >= int(self.config.get("max_unanswered", MAX_UNANSWERED)):
+                return True, "No final answer was given; the episode ends.", 0.0, extra
             feedback = f"I could not find a final answer. Give it in exactly this form:\n\n{ANSWER_FORMAT}"
-            return False, feedback, 0.0, {"attempts": state["attempts"]}
+            return False, feedback, 0.0, extra
         state["attempts"] += 1
         extra = {"attempts": state["attempts"]}
         if within_tolerance(answer, state["identity"]):

@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -100,6 +101,18 @@ class _StderrHandler(logging.StreamHandler):
         super().emit(record)
 
 
+def _terminate_like_interrupt() -> None:
+    """SIGTERM (a killed job, ``timeout``) unwinds like Ctrl-C, so unfinished files are removed, finished ones kept."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (main() called from a thread): leave signals alone
+        pass
+
+
 def _setup_logging() -> None:
     handler = _StderrHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
@@ -113,19 +126,27 @@ def _setup_logging() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _setup_logging()
+    _terminate_like_interrupt()
     if argv and argv[0] not in BUILTIN and not argv[0].startswith("-"):
         from bootcamp_core.plugins import plugin_commands
 
         command = plugin_commands().get(argv[0])
         if command is not None:
-            return int(command.load()(argv[1:]) or 0)
+            try:
+                run = command.load()
+            except Exception as error:
+                owner = f"{command.dist.name} {command.dist.version}" if command.dist else command.value
+                print(f'error: Plugin command "{argv[0]}" ({owner}): cannot import {command.value}: '
+                      f"{type(error).__name__}: {error}. Reinstall it or install what it needs.", file=sys.stderr)
+                return 1
+            return int(run(argv[1:]) or 0)
     args = build_parser().parse_args(argv)
     if args.command is None:
         build_parser().print_help()
         return 0
     try:
         return {"plugins": cmd_plugins, "generate": cmd_generate, "new": cmd_new, "check": cmd_check}[args.command](args)
-    except BootcampError as error:
+    except (BootcampError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -175,7 +196,7 @@ def _overrides(args: argparse.Namespace) -> dict:
 
     return {
         "seed": args.seed,
-        "split_samples": parse_split_samples(args.split_samples) if args.split_samples else None,
+        "split_samples": parse_split_samples(args.split_samples) if args.split_samples is not None else None,
         "shuffle": args.shuffle,
         "gen_parquet": args.gen_parquet,
         "global_config": global_config,
@@ -202,6 +223,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     else:
         namespaces = registry.namespaces() if args.all else [ns for item in args.bootcamp for ns in item.split(",") if ns]
         if not namespaces:
+            if os.environ.get("BOOTCAMP_LOAD_PLUGINS", None) is not None:
+                raise ConfigError("no bootcamp loaded: BOOTCAMP_LOAD_PLUGINS is set and allows none of the installed ones")
             raise ConfigError("no bootcamps installed; `bootcamp plugins` shows what was found")
         configs = [gen.config_for_bootcamp(namespace, registry, overrides) for namespace in namespaces]
     total = sum(sum(config.split_samples.values()) for config in configs)

@@ -60,7 +60,10 @@ def load_yaml(path: str | os.PathLike) -> Any:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise ConfigError(f"{where}: broken YAML: {error.problem or error.context}") from None
+        context = ""
+        if error.context and error.context_mark and error.context_mark is not mark:
+            context = f" ({error.context}, which starts at line {error.context_mark.line + 1})"
+        raise ConfigError(f"{where}: broken YAML: {error.problem or error.context}{context}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: broken YAML: {error}") from None
 
@@ -345,7 +348,7 @@ def load_component_config(path: str | os.PathLike, kind: str) -> list[ComponentE
 # ------------------------------------------------------------------------------------------- batch registries
 REGISTRY_KEYS = {
     "bootcamp_name", "name", "namespace", "bootcamp", "config_file", "config_path", "instruction_config",
-    "class_name", "bootcamp_cls_name", "sample_number", "split_samples", "seed", "shuffle", "gen_parquet",
+    "class_name", "bootcamp_cls_name", "sample_number", "split_samples", "split", "seed", "shuffle", "gen_parquet",
 }
 
 
@@ -386,6 +389,9 @@ def load_registry_file(path: str | os.PathLike) -> list[RegistryEntry]:
                 raise ConfigError(f"{path}:{number}: give config_file or namespace (and optionally bootcamp_name)")
             namespace = name
         samples = item.get("sample_number", item.get("split_samples"))
+        if isinstance(samples, int) and not isinstance(samples, bool):
+            # the original's registries give one count per line, for one split (train unless the line says)
+            samples = {str(item.get("split", "train")): samples}
         try:
             split_samples = parse_split_samples(samples) if samples is not None else None
         except ConfigError as error:

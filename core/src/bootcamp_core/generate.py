@@ -512,7 +512,8 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
         # frozen objects are skipped by the children's garbage collector, which would otherwise touch (and so copy)
         # every page of the parent's heap
         gc.freeze()
-        with ProcessPoolExecutor(max_workers=max_workers, mp_context=context) as pool:
+        pool = ProcessPoolExecutor(max_workers=max_workers, mp_context=context)
+        try:
             futures = {pool.submit(_write_range_job, job): job for number in jobs for job in jobs[number]}
             failed: set[int] = set()
             pending = set(futures)
@@ -531,9 +532,10 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
                         message = str(error) if isinstance(error, BootcampError) else f"{type(error).__name__}: {error}"
                         reports[number].error = f"{configs[number].name}: {message}"
                     if not continue_on_error:
-                        for other in pending:
-                            other.cancel()
                         raise error
+        finally:
+            # an error or an interrupt: chunks not started never start; running ones finish, then all is removed
+            pool.shutdown(wait=True, cancel_futures=True)
         for number in runnable:
             if reports[number].error:
                 continue

@@ -186,7 +186,8 @@ class Reward(Component):
             score = float(self.verify_correction(extracted, identity, **kwargs))
         except Exception as error:  # a plugin bug must not take down a whole evaluation
             message = f"{type(self).__name__}.verify_score: {type(error).__name__}: {error}"
-            self.errors.append(message)
+            # setdefault: a subclass that skipped super().__init__() still never raises from here
+            self.__dict__.setdefault("errors", deque(maxlen=self.max_recorded_errors)).append(message)
             logger.warning("%s (scored 0)", message, exc_info=logger.isEnabledFor(logging.DEBUG))
             return 0.0
         if math.isnan(score):

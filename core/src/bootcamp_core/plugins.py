@@ -104,6 +104,10 @@ class ComponentInfo:
 class _Failure(Exception):
     """A plugin broke the contract; carries the one-line reason (what went wrong. how to fix)."""
 
+    def __init__(self, message: str, *, duplicate: bool = False) -> None:
+        super().__init__(message)
+        self.duplicate = duplicate
+
 
 def _matches(selection: set[str], namespace: str, distribution: str | None) -> bool:
     names = {namespace}
@@ -121,18 +125,22 @@ class Registry:
         self._components: dict[str, dict[str, ComponentInfo]] = {kind: {} for kind in KINDS}
         self._ids_by_class: dict[tuple[str, type], str] = {}
         self._instances: dict[tuple[str, str, str], Any] = {}
-        self._conflicts: list[str] = []
+        #: namespace -> the duplicate-namespace or duplicate-id error that makes it unusable
+        self.conflicts: dict[str, str] = {}
+        #: every plugin seen, in load order (two distributions claiming one namespace are two entries)
+        self.entries: list[PluginInfo] = []
         self._lock = threading.Lock()
         self._pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self._pm.add_hookspecs(hookspecs)
 
     # ----------------------------------------------------------------------------------------------- loading
     @classmethod
-    def from_entry_points(cls, *, strict: bool | None = None, raise_conflicts: bool = True) -> Registry:
+    def from_entry_points(cls, *, strict: bool | None = None) -> Registry:
         """Load every installed plugin allowed by the environment.
 
-        Duplicate namespaces and duplicate ids are hard errors (:class:`DuplicateIdError`) unless
-        ``raise_conflicts`` is false, in which case they are recorded on the plugins involved (``bootcamp plugins``).
+        A namespace claimed by two distributions, or two components of one kind with the same name, is a hard error
+        (:class:`DuplicateIdError`, naming both) for whatever uses that namespace, and right away in strict mode;
+        every other plugin keeps working.
         """
         registry = cls(strict=strict_from_env() if strict is None else strict)
         allow = _env_list("BOOTCAMP_LOAD_PLUGINS")
@@ -140,39 +148,37 @@ class Registry:
         by_name: dict[str, list[metadata.EntryPoint]] = {}
         for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
             by_name.setdefault(entry_point.name, []).append(entry_point)
-        conflicts: list[str] = []
         for namespace in sorted(by_name):
             entry_points = by_name[namespace]
+            infos = [_info_from(entry_point) for entry_point in entry_points]
+            if allow is not None and not any(_matches(allow, namespace, info.distribution) for info in infos):
+                continue
+            if any(_matches(block, namespace, info.distribution) for info in infos):
+                registry._pm.set_blocked(namespace)
+                continue
             if len(entry_points) > 1:
                 owners = " and ".join(f"{_dist_label(ep)} ({ep.value})" for ep in entry_points)
                 message = (
                     f'Namespace "{namespace}" is claimed by {owners}. '
                     "Uninstall one of them, or rename one entry point in [project.entry-points.bootcamp]."
                 )
-                conflicts.append(message)
-                for entry_point in entry_points:
-                    registry._record(_info_from(entry_point), message, raise_strict=False)
+                for info in infos:
+                    registry._record(info, message, raise_strict=False)
+                registry.conflicts[namespace] = message
+                if registry.strict:
+                    raise DuplicateIdError(message)
                 continue
-            entry_point = entry_points[0]
-            info = _info_from(entry_point)
-            if allow is not None and not _matches(allow, namespace, info.distribution):
-                continue
-            if _matches(block, namespace, info.distribution):
-                registry._pm.set_blocked(namespace)
-                continue
-            registry._load_entry_point(entry_point, info)
-        conflicts += registry._conflicts
-        if conflicts and raise_conflicts:
-            raise DuplicateIdError("\n".join(conflicts))
+            registry._load_entry_point(entry_points[0], infos[0])
         return registry
 
     def _record(self, info: PluginInfo, error: str | None, *, raise_strict: bool = True) -> PluginInfo:
-        info.error = error
+        info.error = " ".join(error.split()) if error else None  # one line, whatever the exception looked like
         self.plugins[info.namespace] = info
-        if error:
-            logger.warning("%s", error)
+        self.entries.append(info)
+        if info.error:
+            logger.warning("%s", info.error)
             if self.strict and raise_strict:
-                raise PluginError(error)
+                raise PluginError(info.error)
         return info
 
     def _load_entry_point(self, entry_point: metadata.EntryPoint, info: PluginInfo) -> None:
@@ -206,8 +212,10 @@ class Registry:
             self._register(plugin, info)
         except _Failure as failure:
             self._record(info, f"{info.label}: {failure}", raise_strict=False)
+            if failure.duplicate:
+                self.conflicts[info.namespace] = info.error
             if self.strict:
-                raise PluginError(info.error) from failure.__cause__
+                raise (DuplicateIdError if failure.duplicate else PluginError)(info.error) from failure.__cause__
             return info
         return self._record(info, None)
 
@@ -258,14 +266,13 @@ class Registry:
             seen: dict[str, ComponentInfo] = {}
             for component in components:
                 if component.id in seen:
-                    message = (
-                        f"{info.label}: {kind} class `{component.cls.__qualname__}` defines its name as "
-                        f"`{component.cls.name}` but that name is already used by `{seen[component.id].cls.__qualname__}`. "
-                        "Give each component of one kind its own name."
-                    )
-                    self._conflicts.append(message)
                     self._pm.unregister(name=namespace)
-                    raise _Failure(message.split(": ", 1)[1])
+                    raise _Failure(
+                        f"{kind} class `{component.cls.__qualname__}` defines its name as `{component.cls.name}` "
+                        f"but that name is already used by `{seen[component.id].cls.__qualname__}`. "
+                        "Give each component of one kind its own name.",
+                        duplicate=True,
+                    )
                 seen[component.id] = component
         for kind, components in collected.items():
             info.components[kind] = [component.id for component in components]
@@ -316,6 +323,8 @@ class Registry:
                 return f"{namespace}/{ref}"
             if "." in ref:
                 return self._id_of_class(kind, _import_dotted(ref, kind), ref)
+            if namespace:  # a bare name means this bootcamp's own component, never another bootcamp's
+                raise UnknownIdError(self._unknown_message(kind, f"{namespace}/{ref}"))
             owners = [component_id for component_id in table if component_id.split("/", 1)[1] == ref]
             if len(owners) == 1:
                 return owners[0]
@@ -342,7 +351,9 @@ class Registry:
         if close:
             message += " Did you mean " + " or ".join(f'"{match}"' for match in close) + "?"
         namespace = ref.split("/", 1)[0] if "/" in ref else None
-        if namespace in self.plugins and self.plugins[namespace].error:
+        if namespace in self.conflicts:
+            message += f" ({self.conflicts[namespace]})"
+        elif namespace in self.plugins and self.plugins[namespace].error:
             message += f" (It did not load: {self.plugins[namespace].error})"
         return message + f" Run `{LIST_COMMAND}` to list installed bootcamps and their components."
 
@@ -367,6 +378,8 @@ class Registry:
                 f'No installed bootcamp has namespace "{namespace}".{hint} '
                 f"Run `{LIST_COMMAND}` to list installed bootcamps."
             )
+        if namespace in self.conflicts:
+            raise DuplicateIdError(self.conflicts[namespace])
         if info.error:
             raise PluginError(info.error)
         return info
@@ -460,4 +473,4 @@ def plugin_commands() -> dict[str, metadata.EntryPoint]:
 
 def list_plugins() -> list[PluginInfo]:
     """Every installed plugin with its components or its error; never raises for a broken plugin."""
-    return list(Registry.from_entry_points(strict=False, raise_conflicts=False).plugins.values())
+    return list(Registry.from_entry_points(strict=False).entries)

@@ -24,9 +24,16 @@ def data_source_for(namespace: str) -> str:
 
 
 def _identity(value: Any) -> Any:
-    """An identity from either form: an object (JSONL, memory) or a JSON string (Parquet)."""
+    """An identity from either form: an object (JSONL, memory) or the JSON text of one (Parquet).
+
+    Identities are JSON objects, so only text that decodes to one is decoded; any other value is kept as it is.
+    """
     if isinstance(value, (str, bytes)):
-        return json.loads(value)
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        return decoded if isinstance(decoded, dict) else value
     return value
 
 
