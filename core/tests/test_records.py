@@ -18,7 +18,7 @@ from bootcamp_core.recordio import (
     read_records,
     write_records,
 )
-from bootcamp_core.records import ERROR_KINDS, EpisodeResult, GeneratedSample, ToolCall, data_source_for
+from bootcamp_core.records import ERROR_TYPES, EpisodeResult, GeneratedSample, ToolCall, data_source_for
 
 # Non-ASCII, nested, big and awkward values: everything an identity may hold must survive both file formats.
 AWKWARD_IDENTITY = {
@@ -292,13 +292,16 @@ def test_read_jsonl_names_file_and_line_of_a_broken_line(tmp_path: Path):
 # ----------------------------------------------------------------------------------- tool calls and episodes
 def episode() -> EpisodeResult:
     return EpisodeResult(
-        index=7,
+        id="abc:0",
+        input=sample().to_record(),
+        repeat=0,
         data_source="bootcamp/demo",
-        split="test",
+        generator="demo/adder",
+        generator_name="level_1",
         score=0.5,
         success=False,
         error="the tool server went away",
-        error_kind="infrastructure",
+        error_type="infrastructure",
         finish_reason="error",
         messages=[{"role": "user", "content": "Zähle"}, {"role": "assistant", "content": None, "tool_calls": []}],
         tool_calls=[
@@ -309,11 +312,10 @@ def episode() -> EpisodeResult:
         tool_rewards=[0.0, -0.1],
         tool_scores={"calc": 1.0},
         turn_scores=[0.0, 1.0],
-        num_assistant_turns=2,
-        num_user_turns=1,
-        duration_s=1.25,
-        identity={"a": 1, "nested": {"ü": [1, 2]}},
-        extra={"attempt": 1},
+        turn_record={"assistant_turns": 2, "user_turns": 1},
+        timings={"duration_s": 1.25},
+        ground_truth={"a": 1, "nested": {"ü": [1, 2]}},
+        versions={"bootcamp-demo": "0.1.0"},
     )
 
 
@@ -325,20 +327,27 @@ def test_tool_call_and_episode_result_round_trip_through_json():
     call = original.tool_calls[1]
     assert ToolCall.from_dict(json.loads(json.dumps(call.to_dict()))) == call
     # identities from Parquet come as JSON strings; keys this version does not know are ignored
-    data["identity"] = json.dumps(original.identity)
+    data["ground_truth"] = json.dumps(original.ground_truth)
     data["added_in_a_later_version"] = True
     assert EpisodeResult.from_dict(data) == original
 
 
-@pytest.mark.parametrize("kind", ERROR_KINDS + (None,))
-def test_known_error_kinds_are_accepted(kind):
-    assert EpisodeResult(index=0, data_source="bootcamp/demo", error_kind=kind).error_kind == kind
+def test_a_result_line_of_the_original_framework_reads():
+    line = {"input": {"prompt": "x"}, "messages": [{"role": "user", "content": "x"}], "score": 1.0, "success": True,
+            "extracted_output": "4", "ground_truth": {"a": 1}, "reached_max_turns": False, "token_usage": {}}
+    result = EpisodeResult.from_dict(line)
+    assert (result.score, result.success, result.error_type, result.tool_calls) == (1.0, True, None, [])
 
 
-def test_unknown_error_kind_is_rejected():
-    with pytest.raises(ValueError, match="error_kind"):
-        EpisodeResult(index=0, data_source="bootcamp/demo", error_kind="timeout")
+@pytest.mark.parametrize("kind", ERROR_TYPES + (None,))
+def test_known_error_types_are_accepted(kind):
+    assert EpisodeResult(data_source="bootcamp/demo", error_type=kind).error_type == kind
+
+
+def test_unknown_error_type_is_rejected():
+    with pytest.raises(ValueError, match="error_type"):
+        EpisodeResult(data_source="bootcamp/demo", error_type="timeout")
     data = episode().to_dict()
-    data["error_kind"] = "network"
-    with pytest.raises(ValueError, match="error_kind"):
+    data["error_type"] = "network"
+    with pytest.raises(ValueError, match="error_type"):
         EpisodeResult.from_dict(data)

@@ -1,5 +1,7 @@
 """The ``bootcamp`` command. Every subcommand is a thin wrapper over a documented Python function.
 
+Built-in commands beyond plugins / generate / new / check live one per module in :mod:`bootcamp_core.commands`
+(``add_parser(subparsers)``, which sets ``run=`` on its parser; heavy imports happen inside ``run``).
 Subcommands of other distributions come from entry points of group ``bootcamp.commands`` (name = subcommand,
 target = ``main(argv: list[str]) -> int | None``) and are imported only when that subcommand runs.
 """
@@ -7,9 +9,11 @@ target = ``main(argv: list[str]) -> int | None``) and are imported only when tha
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import os
+import pkgutil
 import signal
 import sys
 from collections.abc import Sequence
@@ -17,9 +21,6 @@ from pathlib import Path
 
 from bootcamp_core.__about__ import __version__
 from bootcamp_core.errors import BootcampError, ConfigError
-
-BUILTIN = ("plugins", "generate", "new", "check")
-
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"bootcamp-core {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.set_defaults(builtin_commands=sub.choices)
 
     plugins = sub.add_parser("plugins", help="list installed bootcamps, their components and load errors")
     plugins.add_argument("--json", action="store_true", help="one JSON array of plugins")
@@ -90,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="run the conformance kit against an installed bootcamp")
     check.add_argument("namespace")
     check.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
+
+    # more built-in commands, one module each in bootcamp_core.commands: add_parser(sub) sets defaults(run=...)
+    from bootcamp_core import commands
+
+    for module_info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda info: info.name):
+        importlib.import_module(f"bootcamp_core.commands.{module_info.name}").add_parser(sub)
     return parser
 
 
@@ -127,7 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _setup_logging()
     _terminate_like_interrupt()
-    if argv and argv[0] not in BUILTIN and not argv[0].startswith("-"):
+    parser = build_parser()
+    if argv and argv[0] not in parser.get_default("builtin_commands") and not argv[0].startswith("-"):
         from bootcamp_core.plugins import plugin_commands
 
         command = plugin_commands().get(argv[0])
@@ -140,12 +149,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{type(error).__name__}: {error}. Reinstall it or install what it needs.", file=sys.stderr)
                 return 1
             return int(run(argv[1:]) or 0)
-    args = build_parser().parse_args(argv)
+    args = parser.parse_args(argv)
     if args.command is None:
-        build_parser().print_help()
+        parser.print_help()
         return 0
+    builtins = {"plugins": cmd_plugins, "generate": cmd_generate, "new": cmd_new, "check": cmd_check}
     try:
-        return {"plugins": cmd_plugins, "generate": cmd_generate, "new": cmd_new, "check": cmd_check}[args.command](args)
+        run = builtins.get(args.command) or args.run
+        return int(run(args) or 0)
     except (BootcampError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -13,10 +13,10 @@ from typing import Any
 
 import attrs
 
-__all__ = ["GeneratedSample", "ToolCall", "EpisodeResult", "normalize_record", "data_source_for", "ERROR_KINDS"]
+__all__ = ["GeneratedSample", "ToolCall", "EpisodeResult", "normalize_record", "data_source_for", "ERROR_TYPES"]
 
-#: ``error_kind`` of a failed episode: the model's mistake, or a failure of something else.
-ERROR_KINDS = ("model", "infrastructure")
+#: ``error_type`` of an episode: the model's mistakes, or a failure of something else.
+ERROR_TYPES = ("model", "infrastructure")
 
 
 def data_source_for(namespace: str) -> str:
@@ -152,26 +152,39 @@ class ToolCall:
 
 @attrs.define(kw_only=True)
 class EpisodeResult:
-    """The outcome of one episode. ``success`` means no infrastructure error; whether it was solved is ``score``."""
+    """One episode, as a line of ``results.jsonl``: the original framework's fields plus ours.
 
-    index: int
-    data_source: str
-    split: str = ""
+    ``success`` means no infrastructure error; whether the task was solved is ``score``. ``error_type`` is
+    ``"infrastructure"`` exactly when ``success`` is false, ``"model"`` when the episode ran but the model made
+    mistakes (bad tool arguments, unknown tools, failing or timed-out tool calls), else ``None``.
+    """
+
+    id: str = ""
+    input: dict = attrs.field(factory=dict)
+    repeat: int = 0
+    data_source: str = ""
+    generator: str = ""
+    generator_name: str = ""
+    tools: list[dict] = attrs.field(factory=list)
+    messages: list[dict] = attrs.field(factory=list)
+    extracted_output: Any = None
+    ground_truth: Any = None
     score: float = 0.0
     success: bool = True
+    error_type: str | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.in_(ERROR_TYPES)))
     error: str | None = None
-    error_kind: str | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.in_(ERROR_KINDS)))
     finish_reason: str = ""
-    messages: list[dict] = attrs.field(factory=list)
+    reached_max_turns: bool = False
+    turn_record: dict = attrs.field(factory=dict)
     tool_calls: list[ToolCall] = attrs.field(factory=list)
     tool_rewards: list[float] = attrs.field(factory=list)
     tool_scores: dict[str, float] = attrs.field(factory=dict)
     turn_scores: list[float] = attrs.field(factory=list)
-    num_assistant_turns: int = 0
-    num_user_turns: int = 0
-    duration_s: float = 0.0
-    identity: dict = attrs.field(factory=dict)
-    extra: dict = attrs.field(factory=dict)
+    token_usage: dict = attrs.field(factory=dict)
+    timings: dict = attrs.field(factory=dict)
+    versions: dict[str, str] = attrs.field(factory=dict)
+    evaluation_config: dict = attrs.field(factory=dict)
+    full_context: str | None = None
 
     def to_dict(self) -> dict:
         data = attrs.asdict(self, recurse=False)
@@ -180,7 +193,9 @@ class EpisodeResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> EpisodeResult:
+        """A result line, ours or the original framework's (unknown keys ignored, missing ones defaulted)."""
         values = {field.name: data[field.name] for field in attrs.fields(cls) if field.name in data}
-        values["tool_calls"] = [ToolCall.from_dict(call) for call in values.get("tool_calls", [])]
-        values["identity"] = _identity(values.get("identity", {}))
+        values["tool_calls"] = [ToolCall.from_dict(call) for call in values.get("tool_calls") or []]
+        if "ground_truth" in values:
+            values["ground_truth"] = _identity(values["ground_truth"])
         return cls(**values)
