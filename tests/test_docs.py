@@ -77,24 +77,30 @@ def test_the_guide_snippets_form_a_working_bootcamp():
     assert anyio.run(episode) == 1.0
 
 
-def test_quick_start_main_job_generates_from_every_installed_bootcamp(tmp_path: Path):
+def test_quick_start_main_job_is_the_offline_demo(tmp_path: Path):
     text = README.read_text(encoding="utf-8")
     quick = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     commands = re.findall(r"```bash\n(.*?)\n```", quick, flags=re.DOTALL)
     assert len(commands) == 2
     main_job = commands[0].split("&&", 1)[1].strip().split()
-    assert main_job[:3] == ["bootcamp", "generate", "--all"]
-    out = tmp_path / "data"
-    args = [*main_job[1:main_job.index("--output-dir")], "--output-dir", str(out), "-q"]
-    result = subprocess.run([sys.executable, "-m", "bootcamp_core.cli", *args], capture_output=True, text=True,
-                            timeout=600)
+    assert main_job == ["bootcamp", "demo"]
+    result = subprocess.run([sys.executable, "-m", "bootcamp_core.cli", *main_job[1:], "-q"], capture_output=True,
+                            text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     listed = json.loads(subprocess.run([sys.executable, "-m", "bootcamp_core.cli", "plugins", "--json"],
                                        capture_output=True, text=True, check=True).stdout)
-    generators = [item["namespace"] for item in listed if item["components"].get("generator")]
-    assert generators
-    for namespace in generators:
-        for split in ("train", "test"):
-            assert (out / f"{namespace}_{split}.jsonl").stat().st_size > 0
+    played = [item["namespace"] for item in listed if item["components"].get("reference_agent")]
+    assert played
+    results = [json.loads(line) for line in (tmp_path / "demo" / "eval" / "results.jsonl").read_text().splitlines()]
+    assert {line["data_source"] for line in results} == {f"bootcamp/{namespace}" for namespace in played}
+    assert (tmp_path / "demo" / "eval" / "report.html").is_file()
     assert "hatch run test:all" in commands[1]
     assert "hatch run test:all" in (README.parent / ".ci" / "run").read_text()
+
+
+def test_every_builtin_command_is_documented():
+    text = README.read_text(encoding="utf-8")
+    from bootcamp_core.cli import build_parser
+
+    for command in build_parser().get_default("builtin_commands"):
+        assert f"`bootcamp {command}" in text, f"README does not document `bootcamp {command}`"

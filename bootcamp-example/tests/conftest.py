@@ -16,6 +16,8 @@ def registry() -> Iterator[Registry]:
     """This bootcamp through the real entry point; strict, so a broken plugin fails loudly instead of vanishing."""
     with pytest.MonkeyPatch.context() as patch:
         # Only this package: tests of one bootcamp must not depend on which other bootcamps are installed.
+        # The variables are set while loading only, so they never leak into other tests' subprocesses.
         patch.setenv("BOOTCAMP_LOAD_PLUGINS", namespace)
         patch.delenv("BOOTCAMP_BLOCK_PLUGINS", raising=False)
-        yield Registry.from_entry_points(strict=True)
+        loaded = Registry.from_entry_points(strict=True)
+    yield loaded

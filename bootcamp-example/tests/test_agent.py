@@ -1,4 +1,4 @@
-"""The reference agent driving the real tool, interaction and reward to a solved episode."""
+"""The reference agent through the real rollout engine: solves every level, uses the tool, answers from its output."""
 
 from __future__ import annotations
 
@@ -9,57 +9,59 @@ from importlib import resources
 
 import pytest
 import yaml
+import anyio
+from bootcamp_core.generate import config_for_bootcamp, iter_records
 from bootcamp_core.plugins import Registry
+from bootcamp_core.policies import ReferencePolicy
+from bootcamp_core.records import EpisodeResult
+from bootcamp_core.rollout import RolloutLimits, run_episode
 
 from bootcamp_example.agent import CalculatorAgent
+from bootcamp_example.answer import format_answer
 
 LEVELS = yaml.safe_load((resources.files("bootcamp_example") / "configs" / "default.yaml").read_text())[
     "instruction_generators"
 ]
 
 
-async def run_episode(registry: Registry, identity: dict, prompt: str, seed: int) -> tuple[list[dict], float, float]:
-    """One episode wired as the rollout engine does it; returns (messages, reward score, interaction score)."""
-    agent = registry.component("reference_agent", "example/calculator_agent")
-    tool = registry.component("tool", "example/calculator")
-    interaction = registry.component("interaction", "example/feedback")
-    reward = registry.component("reward", "example/arithmetic")
-    rng = random.Random(seed)
-    instance_id = await tool.create(None, identity=identity)
-    await interaction.start_interaction(instance_id, identity=identity)
-    messages: list[dict] = [{"role": "user", "content": prompt}]
-    try:
-        for _ in range(6):
-            message = await agent.act(messages, [tool.openai_schema()], identity, rng)
-            messages.append(message)
-            if message.get("tool_calls"):
-                for call in message["tool_calls"]:
-                    assert call["function"]["name"] == tool.name
-                    text, _, _ = await tool.execute(instance_id, json.loads(call["function"]["arguments"]))
-                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
-                continue
-            terminate, feedback, _, _ = await interaction.generate_response(instance_id, messages)
-            if terminate:
-                break
-            messages.append({"role": "user", "content": feedback})
-        score = reward.verify_score(messages[-1]["content"], identity, messages=messages)
-        return messages, score, await interaction.calculate_score(instance_id)
-    finally:
-        await tool.release(instance_id)
-        await interaction.finalize_interaction(instance_id)
+@pytest.fixture(scope="module")
+def episodes(registry: Registry) -> dict[str, list[EpisodeResult]]:
+    """Every level of the default config, played by the reference agent through the real rollout engine."""
+    config = config_for_bootcamp("example", registry, overrides={"split_samples": "test:200"})
+    records = list(iter_records(config, "test", registry))
+    policy = ReferencePolicy(registry)
+    policy.check(records)
+
+    async def play() -> list[EpisodeResult]:
+        return [await run_episode(record, policy, registry=registry) for record in records]
+
+    by_level: dict[str, list[EpisodeResult]] = {}
+    for result in anyio.run(play):
+        by_level.setdefault(result.generator_name, []).append(result)
+    return by_level
 
 
 @pytest.mark.parametrize("level", sorted(LEVELS))
-def test_solves_every_level(registry: Registry, level: str) -> None:
-    generator = registry.component("generator", "example/arithmetic", LEVELS[level]["config"])
-    for seed in range(5):
-        rng = random.Random(seed)
-        identity = generator.case_generator(rng)
-        prompt = generator.prompt_func(identity, rng)
-        messages, score, interaction_score = asyncio.run(run_episode(registry, identity, prompt, seed))
-        assert (score, interaction_score) == (1.0, 1.0)
-        # one tool call, then the answer
-        assert [message["role"] for message in messages] == ["user", "assistant", "tool", "assistant"]
+def test_solves_every_level_within_the_default_limits(episodes: dict[str, list[EpisodeResult]], level: str) -> None:
+    limits = RolloutLimits()
+    assert episodes.get(level), f"no {level} records generated"
+    for result in episodes[level]:
+        assert (result.score, result.success, result.error_type, result.finish_reason) == (1.0, True, None, "terminated")
+        assert result.turn_record["assistant_turns"] <= limits.max_assistant_turns
+        assert result.turn_record["user_turns"] <= limits.max_user_turns
+        assert not result.reached_max_turns
+
+
+@pytest.mark.parametrize("level", sorted(LEVELS))
+def test_calls_the_tool_and_answers_from_its_output(episodes: dict[str, list[EpisodeResult]], level: str) -> None:
+    for result in episodes[level]:
+        assert result.turn_record["tool_calls"] >= 1 and result.tool_calls[0].name == "calculator"
+        tool_output = [message for message in result.messages if message["role"] == "tool"][-1]["content"]
+        final = result.messages[-1]
+        assert final["role"] == "assistant" and not final.get("tool_calls")
+        # the answer is the tool's output, verbatim, in the required format
+        assert format_answer(tool_output) in final["content"]
+        assert result.extracted_output == float(tool_output)
 
 
 def test_first_move_is_one_calculator_call() -> None:

@@ -31,7 +31,7 @@ def _add(parser, *flags: str, **kwargs) -> None:
     action = parser.add_argument(*flags, **kwargs)
     aliases = ["--" + flag[2:].replace("-", "_") for flag in flags if flag.startswith("--") and "-" in flag[2:]]
     if aliases:
-        hidden = {key: value for key, value in kwargs.items() if key not in {"help", "default", "metavar"}}
+        hidden = {key: value for key, value in kwargs.items() if key not in {"help", "default", "metavar", "required"}}
         parser.add_argument(*aliases, dest=action.dest, help=argparse.SUPPRESS, default=argparse.SUPPRESS, **hidden)
 
 

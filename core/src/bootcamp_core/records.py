@@ -103,8 +103,9 @@ class GeneratedSample:
         }
 
     @classmethod
-    def from_record(cls, record: dict) -> GeneratedSample:
-        record = normalize_record(copy.deepcopy(record))
+    def from_record(cls, record: dict, *, copy_record: bool = True) -> GeneratedSample:
+        """The typed view of a record; ``copy_record=False`` lets a caller that owns ``record`` skip the copy."""
+        record = normalize_record(copy.deepcopy(record) if copy_record else record)
         extra = record.get("extra_info") or {}
         bootcamp = extra.get("bootcamp")
         if not isinstance(bootcamp, dict):

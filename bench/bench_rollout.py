@@ -1,0 +1,222 @@
+"""Rollout benchmark: harness CPU per assistant turn, turns/s at concurrency 1, 64 and 1,000, no collapse at 1,000.
+
+Every number is printed next to a baseline measured in the same run:
+
+- harness CPU per assistant turn, without HTTP: bootcamp-example's level-1 tasks played by its reference agent
+  (``ReferencePolicy``) through ``run_episode`` at concurrency 64, process CPU time over assistant turns (target
+  < 0.3 ms), against a naive sequential loop that wires the same agent, tool, interaction and reward by hand;
+- end to end: the same tasks played over HTTP by the scripted server (in its own process, answering instantly, as
+  the reference agent would) through ``OpenAIPolicy``; turns/s and episodes/s at concurrency 1, 64 and 1,000, with a
+  naive sequential loop of bare ``openai`` calls as the baseline, and episodes/s at 1,000 over the best level
+  (target ≥ 0.8: no collapse);
+
+Run: ``python bench/bench_rollout.py`` (``--quick`` for a smaller run). Never part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import anyio
+
+
+def level_1_records(count: int) -> list[dict]:
+    from bootcamp_core.config import parse_instruction_config
+    from bootcamp_core.generate import iter_records
+
+    data = {
+        "instruction_generators": {
+            "level_1": {
+                "config": {"min_value": 100, "max_value": 10000, "min_operands": 2, "max_operands": 8,
+                           "tolerance": 1e-8}
+            }
+        },
+        "global_config": {"class_name": "example/arithmetic", "default_seed": 7},
+    }
+    config = parse_instruction_config(data, name="level_1", overrides={"split_samples": {"test": count}})
+    return list(iter_records(config, "test"))
+
+
+# ------------------------------------------------------------------------------------------ the stub's script
+def play_reference_agent(request: dict):
+    """The reference agent over HTTP: calculator on the prompt's expression, then the tool's output as the answer."""
+    from bootcamp_core.stub_server import Reply
+
+    messages = request["messages"]
+    tool = next((message for message in reversed(messages) if message.get("role") == "tool"), None)
+    if tool is None:
+        prompt = next(message["content"] for message in messages if message.get("role") == "user")
+        expression = prompt.split("\n\n")[1]  # the generator's prompt puts the expression in its own paragraph
+        return Reply.calls(("calculator", {"expression": expression}), usage={"prompt_tokens": 150,
+                                                                              "completion_tokens": 20})
+    return Reply.text(f'```json\n{{"result": {tool["content"]}}}\n```', usage={"prompt_tokens": 200,
+                                                                                 "completion_tokens": 10})
+
+
+def serve() -> None:
+    """Child process: run the scripted server until stdin closes, printing its base URL first."""
+    from bootcamp_core.stub_server import ScriptedChatServer
+
+    with ScriptedChatServer(play_reference_agent) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+# -------------------------------------------------------------------------------------------------- runners
+async def run_many(records: list[dict], policy, concurrency: int, registry) -> list:
+    from bootcamp_core.rollout import run_episode
+
+    results: list = []
+    pending = iter(records)
+
+    async def worker() -> None:
+        for record in pending:  # one shared iterator: workers pull the next record as they free up
+            results.append(await run_episode(record, policy, registry=registry))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(min(concurrency, len(records))):
+            group.start_soon(worker)
+    return results
+
+
+async def naive_in_process(records: list[dict], registry) -> int:
+    """Baseline without HTTP: the same components wired by hand in a sequential loop, no limits, no bookkeeping."""
+    import random
+
+    agent = registry.component("reference_agent", "example/calculator_agent")
+    tool = registry.component("tool", "example/calculator")
+    interaction = registry.component("interaction", "example/feedback")
+    reward = registry.component("reward", "example/arithmetic")
+    turns = 0
+    for index, record in enumerate(records):
+        identity = record["reward_model"]["ground_truth"]
+        instance_id = await tool.create(None, identity=identity)
+        await interaction.start_interaction(instance_id, identity=identity)
+        messages = list(record["prompt"])
+        rng = random.Random(index)
+        for _ in range(10):
+            message = await agent.act(messages, [tool.openai_schema()], identity, rng)
+            messages.append(message)
+            turns += 1
+            if message.get("tool_calls"):
+                for call in message["tool_calls"]:
+                    text, _, _ = await tool.execute(instance_id, json.loads(call["function"]["arguments"]))
+                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+                continue
+            terminate, feedback, _, _ = await interaction.generate_response(instance_id, messages)
+            if terminate:
+                break
+            messages.append({"role": "user", "content": feedback})
+        reward.verify_score(messages[-1]["content"], identity, messages=messages)
+        await tool.release(instance_id)
+        await interaction.finalize_interaction(instance_id)
+    return turns
+
+
+async def naive_http(records: list[dict], base_url: str) -> int:
+    """Baseline over HTTP: bare ``openai`` calls in a sequential loop, tools run inline, no engine."""
+    import openai
+
+    from bootcamp_core.plugins import get_registry
+
+    tool = get_registry().component("tool", "example/calculator")
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="EMPTY", max_retries=0)
+    turns = 0
+    for record in records:
+        identity = record["reward_model"]["ground_truth"]
+        instance_id = await tool.create(None, identity=identity)
+        messages = list(record["prompt"])
+        while True:
+            completion = await client.chat.completions.create(model="stub", messages=messages,
+                                                              tools=[tool.openai_schema()])
+            turns += 1
+            message = completion.choices[0].message
+            messages.append(message.model_dump(exclude_none=True))
+            if not message.tool_calls:
+                break
+            for call in message.tool_calls:
+                text, _, _ = await tool.execute(instance_id, json.loads(call.function.arguments))
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+        await tool.release(instance_id)
+    await client.close()
+    return turns
+
+
+def measure(label: str, work) -> tuple[float, float, object]:
+    """(wall seconds, process CPU seconds, result) of ``anyio.run(work)``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = anyio.run(work)
+    return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer episodes")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve()
+        return
+    os.environ.setdefault("BOOTCAMP_LOAD_PLUGINS", "example")
+    from bootcamp_core.plugins import get_registry
+    from bootcamp_core.policies import OpenAIPolicy, ReferencePolicy
+
+    registry = get_registry()
+    scale = 1 if args.quick else 4
+    records = level_1_records(1000 * scale)
+    ReferencePolicy(registry).check(records)  # builds the agent table outside the timed part
+
+    print("== harness CPU per assistant turn, in process (no HTTP) ==")
+    anyio.run(run_many, records[:50], ReferencePolicy(registry), 8, registry)  # warm-up: imports, component builds
+    wall, cpu, results = measure("engine", lambda: run_many(records, ReferencePolicy(registry), 64, registry))
+    turns = sum(result.turn_record["assistant_turns"] for result in results)
+    assert all(result.score == 1.0 for result in results), "the reference agent must solve every episode"
+    base_wall, base_cpu, base_turns = measure("naive", lambda: naive_in_process(records, registry))
+    ours, naive = cpu / turns * 1e3, base_cpu / base_turns * 1e3
+    print(f"engine : {turns} turns, {ours:.3f} ms CPU/turn, {turns / wall:,.0f} turns/s (target < 0.3 ms)")
+    print(f"naive  : {base_turns} turns, {naive:.3f} ms CPU/turn, {base_turns / base_wall:,.0f} turns/s")
+    print(f"ratio  : engine/naive CPU per turn = {ours / naive:.2f}; engine overhead = {ours - naive:.3f} ms/turn")
+
+    print("\n== end to end against the scripted server (own process, instant answers) ==")
+    server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        base_url = server.stdout.readline().strip()
+        sizes = {1: 200 * scale, 64: 1000 * scale, 1000: 1000 * scale}
+        rates: dict[int, float] = {}
+        base_wall, _, base_turns = measure("naive-http", lambda: naive_http(records[: sizes[1]], base_url))
+        print(f"naive sequential openai loop: {base_turns / base_wall:,.0f} turns/s")
+        for concurrency, count in sizes.items():
+            policy = OpenAIPolicy(api_url=base_url, model="stub")
+
+            async def work(count: int = count, concurrency: int = concurrency, policy=policy) -> list:
+                try:
+                    return await run_many(records[:count], policy, concurrency, registry)
+                finally:
+                    await policy.aclose()
+
+            wall, cpu, results = measure(f"c={concurrency}", work)
+            turns = sum(result.turn_record["assistant_turns"] for result in results)
+            failed = sum(not result.success for result in results)
+            solved = sum(result.score == 1.0 for result in results)
+            rates[concurrency] = len(results) / wall
+            print(
+                f"concurrency {concurrency:>5}: {len(results):>5} episodes, {turns / wall:8,.0f} turns/s, "
+                f"{rates[concurrency]:8,.0f} episodes/s, {cpu / turns * 1e3:.3f} ms client CPU/turn "
+                f"(incl. HTTP client), solved {solved}, infrastructure errors {failed}; "
+                f"vs naive loop x{(turns / wall) / (base_turns / base_wall):.2f}"
+            )
+        best = max(rates.values())
+        print(f"episodes/s at 1,000 over the best level: {rates[1000] / best:.2f} (target >= 0.80)")
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""``bootcamp rescore RESULTS``: recompute the scores of saved trajectories with the installed rewards, calling no
+model, and report what changed (a thin wrapper over :func:`bootcamp_core.rescore.rescore_results`). Writes
+``<RESULTS stem>_rescored.jsonl`` beside the input unless ``--output`` or ``--in-place`` says otherwise; every write
+is atomic."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from bootcamp_core.cli import _add
+
+    parser = sub.add_parser(
+        "rescore",
+        help="recompute scores of a results.jsonl with the installed rewards (no model calls)",
+        description=__doc__,
+    )
+    parser.add_argument("results", metavar="RESULTS", help="a results.jsonl written by `bootcamp eval`")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--output", "-o", metavar="PATH", help="where the re-scored lines go")
+    _add(target, "--in-place", action="store_true", help="replace RESULTS (atomically)")
+    _add(parser, "--verify-correction-kwargs", metavar="JSON",
+         help="JSON object for the rewards, replacing the kwargs saved in each line")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--show", type=int, default=20, metavar="N", help="changed lines to list (default: 20)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from bootcamp_core.errors import ConfigError
+    from bootcamp_core.rescore import rescore_results
+
+    verify_kwargs = None
+    if args.verify_correction_kwargs:
+        try:
+            verify_kwargs = json.loads(args.verify_correction_kwargs)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"--verify-correction-kwargs is not valid JSON: {error.msg}") from None
+        if not isinstance(verify_kwargs, dict):
+            raise ConfigError("--verify-correction-kwargs must be a JSON object")
+    report = rescore_results(args.results, output=args.output, in_place=args.in_place, verify_kwargs=verify_kwargs)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        return 0
+    print(f"{report.lines} lines: {report.rescored} re-scored, {len(report.changes)} changed, "
+          f"{report.infrastructure_failures} infrastructure failures kept, {len(report.skipped)} skipped")
+    print(f"mean score {report.mean_before:.4f} -> {report.mean_after:.4f}")
+    for change in report.changes[: args.show]:
+        print(f"  line {change.line}: {change.old_score:.4f} -> {change.new_score:.4f}  ({change.data_source}, "
+              f"{(change.id or '')[:16]})")
+    if len(report.changes) > args.show:
+        print(f"  ... and {len(report.changes) - args.show} more")
+    for line, reason in report.skipped[: args.show]:
+        print(f"  skipped line {line}: {reason}")
+    print(f"wrote {report.output_path}")
+    return 0

@@ -1,0 +1,203 @@
+"""Re-scoring: recompute the scores of saved trajectories with the installed rewards, calling no model.
+
+Each line's reward is the one its input record names (``extra_info.bootcamp.reward``), built with the same
+constructor config the evaluation used (``component_config``). It sees exactly what the rollout engine passed
+(DESIGN.md, "what the reward sees"): the content of the last assistant message, the record's identity, and the saved
+``messages``, ``tool_rewards``, ``tool_scores`` and ``turn_scores``, plus verify kwargs — the ones saved in the line's
+``evaluation_config`` unless ``verify_kwargs`` is given, which replaces them.
+
+Lines that are infrastructure failures (``success`` false) were never scored and stay as they are, as do lines whose
+input names no installed reward (reported as skipped). Output: ``<stem>_rescored.jsonl`` next to the input, or
+``output``, or the input itself with ``in_place`` — always written atomically (a temporary file renamed into place),
+so an interrupted re-score never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from bootcamp_core.errors import BootcampError, ConfigError
+from bootcamp_core.recordio import AtomicFile, dumps
+from bootcamp_core.records import GeneratedSample
+
+__all__ = ["RescoreChange", "RescoreReport", "rescore_results", "rescore_line", "default_output_path"]
+
+
+@attrs.frozen(kw_only=True)
+class RescoreChange:
+    """One line whose score changed."""
+
+    line: int
+    id: str | None
+    data_source: str | None
+    old_score: float
+    new_score: float
+    old_extracted: Any = None
+    new_extracted: Any = None
+
+
+@attrs.define(kw_only=True)
+class RescoreReport:
+    """What a re-score did: counts, the changed lines, the skipped ones and where the result went."""
+
+    input_path: Path
+    output_path: Path
+    lines: int = 0
+    rescored: int = 0
+    unchanged: int = 0
+    infrastructure_failures: int = 0
+    changes: list[RescoreChange] = attrs.field(factory=list)
+    skipped: list[tuple[int, str]] = attrs.field(factory=list)
+    score_sum_before: float = 0.0
+    score_sum_after: float = 0.0
+
+    @property
+    def mean_before(self) -> float:
+        return self.score_sum_before / self.lines if self.lines else 0.0
+
+    @property
+    def mean_after(self) -> float:
+        return self.score_sum_after / self.lines if self.lines else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "input_path": str(self.input_path),
+            "output_path": str(self.output_path),
+            "lines": self.lines,
+            "rescored": self.rescored,
+            "changed": len(self.changes),
+            "unchanged": self.unchanged,
+            "infrastructure_failures": self.infrastructure_failures,
+            "skipped": [{"line": line, "reason": reason} for line, reason in self.skipped],
+            "mean_score_before": self.mean_before,
+            "mean_score_after": self.mean_after,
+            "changes": [attrs.asdict(change) for change in self.changes],
+        }
+
+
+def default_output_path(path: str | os.PathLike) -> Path:
+    """``results.jsonl`` → ``results_rescored.jsonl`` beside it."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}_rescored{path.suffix or '.jsonl'}")
+
+
+def _text(content: Any) -> str:
+    # the same reading of a message's content as the rollout engine's, so a re-score reproduces its scores
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "") for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def rescore_line(data: dict, registry: Any, verify_kwargs: dict | None = None) -> tuple[float, Any]:
+    """(score, extracted output) of one saved result line with the installed reward; no model is called.
+
+    Raises :class:`~bootcamp_core.errors.BootcampError` (or ``ValueError``) when the line's input names no installed
+    reward.
+    """
+    sample = GeneratedSample.from_record(data.get("input") or {})
+    saved = data.get("evaluation_config") or {}
+    components = saved.get("component_config") or {}
+    reward_id = registry.resolve("reward", sample.reward)
+    reward = registry.component("reward", reward_id, components.get(reward_id))
+    messages = data.get("messages") or []
+    output = next((_text(message.get("content")) for message in reversed(messages)
+                   if isinstance(message, dict) and message.get("role") == "assistant"), "")
+    kwargs = {
+        **(saved.get("verify_kwargs") or {} if verify_kwargs is None else verify_kwargs),
+        "messages": messages,
+        "tool_rewards": list(data.get("tool_rewards") or []),
+        "tool_scores": dict(data.get("tool_scores") or {}),
+        "turn_scores": list(data.get("turn_scores") or []),
+    }
+    try:
+        extracted = _jsonable(reward.extract_output(output))
+    except Exception:  # informative only; verify_score records the crash and scores 0
+        extracted = None
+    return float(reward.verify_score(output, sample.identity, **kwargs)), extracted
+
+
+def rescore_results(
+    path: str | os.PathLike,
+    *,
+    output: str | os.PathLike | None = None,
+    in_place: bool = False,
+    verify_kwargs: dict | None = None,
+    registry: Any = None,
+) -> RescoreReport:
+    """Re-score every line of a results file (see the module docstring); returns what changed."""
+    from bootcamp_core.plugins import get_registry
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such results file")
+    if in_place and output is not None:
+        raise ConfigError("give an output path or in_place, not both")
+    target = path if in_place else Path(output) if output is not None else default_output_path(path)
+    registry = registry or get_registry()
+    report = RescoreReport(input_path=path, output_path=target)
+    with open(path, encoding="utf-8") as source, AtomicFile(target) as sink:
+        for number, line in enumerate(source, 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as error:
+                # kept byte for byte: re-scoring never loses a line, even one it cannot read
+                report.skipped.append((number, f"unreadable line: {error}"))
+                sink.write(line if line.endswith("\n") else line + "\n")
+                continue
+            report.lines += 1
+            old = _score(data.get("score"))
+            report.score_sum_before += old
+            if data.get("success") is False:
+                report.infrastructure_failures += 1
+                report.score_sum_after += old
+                sink.write(line if line.endswith("\n") else line + "\n")
+                continue
+            try:
+                new, extracted = rescore_line(data, registry, verify_kwargs)
+            except (BootcampError, ValueError, KeyError, TypeError) as error:
+                report.skipped.append((number, str(error)))
+                report.score_sum_after += old
+                sink.write(line if line.endswith("\n") else line + "\n")
+                continue
+            report.rescored += 1
+            report.score_sum_after += new
+            if new != old or _jsonable(extracted) != data.get("extracted_output"):
+                report.changes.append(RescoreChange(
+                    line=number, id=data.get("id"), data_source=data.get("data_source"), old_score=old,
+                    new_score=new, old_extracted=data.get("extracted_output"), new_extracted=extracted,
+                ))
+            else:
+                report.unchanged += 1
+            data["score"], data["extracted_output"] = new, extracted
+            if verify_kwargs is not None:
+                data["evaluation_config"] = {**(data.get("evaluation_config") or {}), "verify_kwargs": verify_kwargs}
+            sink.write(dumps(data) + "\n")
+    return report
+
+
+def _score(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0

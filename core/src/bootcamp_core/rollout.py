@@ -1,0 +1,425 @@
+"""The rollout engine: one episode of a policy with a record's tools, interaction and reward.
+
+:func:`run_episode` is the documented entry point every runner shares (``bootcamp eval``, scripts, the demo)::
+
+    import anyio
+    from bootcamp_core.policies import ReferencePolicy
+    from bootcamp_core.rollout import run_episode
+
+    result = anyio.run(run_episode, record, ReferencePolicy())
+    print(result.score, result.finish_reason, len(result.messages))
+
+Semantics (DESIGN.md): one instance id per episode shared by every tool and the interaction; tools are created once,
+asked for ``calc_reward`` at the end and always released, the interaction always finalized; calls of one assistant
+turn run concurrently only when every tool called is ``parallel_safe``; the reward sees the last assistant message's
+content plus ``messages``, ``tool_rewards``, ``tool_scores``, ``turn_scores`` and the user's verify kwargs.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import logging
+import random
+import time
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+import anyio
+import attrs
+
+from bootcamp_core.errors import InfrastructureError, ModelError
+from bootcamp_core.plugins import Registry, get_registry
+from bootcamp_core.records import EpisodeResult, GeneratedSample, ToolCall, normalize_record
+
+__all__ = ["RolloutLimits", "PolicyTurn", "Policy", "episode_id", "run_episode", "FINISH_REASONS"]
+
+logger = logging.getLogger("bootcamp_core.rollout")
+
+FINISH_REASONS = (
+    "answered", "terminated", "max_assistant_turns", "max_user_turns", "episode_timeout", "error", "cancelled",
+)
+
+#: Cleanup (release, finalize) of one episode may take this long before it is abandoned, so a hung plugin cannot
+#: hold an evaluation forever.
+CLEANUP_TIMEOUT_S = 30.0
+
+
+@attrs.frozen(kw_only=True)
+class RolloutLimits:
+    """Bounds of one episode. Every tool message and every interaction reply counts as a user turn (as originally)."""
+
+    max_assistant_turns: int = attrs.field(default=10, validator=attrs.validators.ge(1))
+    max_user_turns: int = attrs.field(default=20, validator=attrs.validators.ge(1))
+    tool_timeout_s: float = attrs.field(default=60.0, validator=attrs.validators.gt(0))
+    episode_timeout_s: float = attrs.field(default=600.0, validator=attrs.validators.gt(0))
+
+
+@attrs.frozen(kw_only=True)
+class PolicyTurn:
+    """One assistant turn: the OpenAI-format message and its token usage (missing counts are 0)."""
+
+    message: dict
+    usage: dict = attrs.field(factory=dict)
+
+
+class Policy(Protocol):
+    async def __call__(
+        self, messages: list[dict], tools: list[dict], record: GeneratedSample, rng: random.Random
+    ) -> PolicyTurn:
+        """The next assistant turn; raises :class:`InfrastructureError` when the endpoint keeps failing."""
+        ...
+
+
+def episode_id(record: dict | GeneratedSample, repeat: int) -> str:
+    """The resume key: sha256 of the whole record's canonical JSON (identities as objects), then ``:<repeat>``."""
+    if isinstance(record, GeneratedSample):
+        record = record.to_record()
+    else:
+        record = normalize_record(_copy(record))
+    return _episode_id(record, repeat)
+
+
+def _episode_id(record: dict, repeat: int) -> str:
+    canonical = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return f"{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}:{repeat}"
+
+
+def _copy(value: Any) -> Any:
+    """A copy of JSON-shaped data (dicts, lists, scalars): several times faster than ``copy.deepcopy``, which matters
+    per episode at thousands of episodes per second."""
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
+def _text(content: Any) -> str:
+    """The text of a message content: a string, or the text parts of an OpenAI content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "") for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def _assistant_message(message: Any, turn: int) -> dict:
+    """The policy's message as a trajectory entry: role set, content present, every tool call with an id and JSON text
+    arguments (reference agents may give a dict); other keys such as ``reasoning_content`` kept as they are."""
+    if not isinstance(message, dict):
+        raise ModelError(f"the policy returned {type(message).__name__}, not an assistant message")
+    message = dict(message)
+    message["role"] = "assistant"
+    message.setdefault("content", None)
+    calls = message.get("tool_calls")
+    if calls:
+        normalised = []
+        for index, call in enumerate(calls):
+            call = dict(call) if isinstance(call, dict) else {}
+            function = dict(call.get("function") or {})
+            arguments = function.get("arguments")
+            if not isinstance(arguments, str):
+                function["arguments"] = json.dumps(arguments if arguments is not None else {})
+            call["function"] = function
+            call.setdefault("type", "function")
+            if not call.get("id"):
+                call["id"] = f"call_{turn}_{index}"
+            normalised.append(call)
+        message["tool_calls"] = normalised
+    elif "tool_calls" in message:
+        del message["tool_calls"]  # an empty list confuses chat templates
+    return message
+
+
+@attrs.define
+class _Episode:
+    """Mutable state of one episode while it runs."""
+
+    instance_id: str
+    tools: dict[str, Any]  # Tool.name -> tool
+    messages: list[dict]
+    tool_calls: list[ToolCall] = attrs.field(factory=list)
+    tool_rewards: list[float] = attrs.field(factory=list)
+    turn_scores: list[float] = attrs.field(factory=list)
+    usage: dict[str, int] = attrs.field(factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
+    assistant_turns: int = 0
+    user_turns: int = 0
+    model_errors: int = 0
+    first_model_error: str | None = None
+    policy_s: float = 0.0
+    tools_s: float = 0.0
+
+
+async def _execute(episode: _Episode, call: dict, limits: RolloutLimits) -> ToolCall:
+    """One tool call; the model's mistakes (bad JSON, unknown tool, a raising or slow tool) become an Error: text."""
+    function = call["function"]
+    name, arguments = function.get("name"), function["arguments"]
+    record = ToolCall(id=call["id"], name=str(name), arguments=arguments)
+    started = time.perf_counter()
+    tool = episode.tools.get(name)  # type: ignore[arg-type]
+    try:
+        if tool is None:
+            raise ModelError(f"unknown tool {name!r}; available: {', '.join(sorted(episode.tools)) or 'none'}")
+        try:
+            parameters = json.loads(arguments) if arguments.strip() else {}
+        except ValueError as error:
+            raise ModelError(f"arguments of {name} are not valid JSON ({error})") from None
+        if not isinstance(parameters, dict):
+            raise ModelError(f"arguments of {name} must be a JSON object, got {type(parameters).__name__}")
+        try:
+            with anyio.fail_after(limits.tool_timeout_s):
+                output, step_reward, metrics = await tool.execute(episode.instance_id, parameters)
+        except TimeoutError:
+            raise ModelError(f"{name} timed out after {limits.tool_timeout_s:g} s") from None
+        except (ModelError, InfrastructureError):
+            raise
+        except Exception as error:  # the tool rejected what the model asked: the model sees why and goes on
+            raise ModelError(f"{name} failed: {type(error).__name__}: {error}") from error
+        record.output = output if isinstance(output, str) else json.dumps(_jsonable(output))
+        record.step_reward = float(step_reward)
+        record.metrics = metrics if isinstance(metrics, dict) else {}
+    except ModelError as error:
+        record.error = str(error)
+        record.output = f"Error: {error}"
+    record.duration_s = time.perf_counter() - started
+    return record
+
+
+async def _run_tool_calls(episode: _Episode, calls: list[dict], limits: RolloutLimits) -> list[ToolCall]:
+    started = time.perf_counter()
+    # Unknown tools answer at once with an error, so they never force sequential execution.
+    concurrent = len(calls) > 1 and all(
+        getattr(episode.tools.get(call["function"].get("name")), "parallel_safe", True) for call in calls
+    )
+    if concurrent:
+        results: list[ToolCall | None] = [None] * len(calls)
+
+        async def run(index: int, call: dict) -> None:
+            results[index] = await _execute(episode, call, limits)
+
+        async with anyio.create_task_group() as group:
+            for index, call in enumerate(calls):
+                group.start_soon(run, index, call)
+        done = [result for result in results if result is not None]
+    else:
+        done = [await _execute(episode, call, limits) for call in calls]
+    episode.tools_s += time.perf_counter() - started
+    return done
+
+
+async def _loop(episode: _Episode, policy: Policy, sample: GeneratedSample, schemas: list[dict], interaction: Any,
+                limits: RolloutLimits, rng: random.Random) -> str:
+    """Turns until an answer, a terminate, or a limit; returns the finish reason."""
+    messages = episode.messages
+    while True:
+        if episode.assistant_turns >= limits.max_assistant_turns:
+            return "max_assistant_turns"
+        if episode.user_turns >= limits.max_user_turns:
+            return "max_user_turns"
+        started = time.perf_counter()
+        turn = await policy(messages, schemas, sample, rng)
+        episode.policy_s += time.perf_counter() - started
+        for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            episode.usage[key] += int((turn.usage or {}).get(key) or 0)
+        message = _assistant_message(turn.message, episode.assistant_turns)
+        messages.append(message)
+        episode.assistant_turns += 1
+        calls = message.get("tool_calls")
+        if calls:
+            for result in await _run_tool_calls(episode, calls, limits):
+                episode.tool_calls.append(result)
+                episode.tool_rewards.append(result.step_reward)
+                messages.append(
+                    {"role": "tool", "tool_call_id": result.id, "name": result.name, "content": result.output}
+                )
+                episode.user_turns += 1
+                if result.error is not None:
+                    episode.model_errors += 1
+                    episode.first_model_error = episode.first_model_error or result.error
+            continue
+        if interaction is None:
+            return "answered"
+        terminate, feedback, turn_score, _extra = await interaction.generate_response(episode.instance_id, messages)
+        episode.turn_scores.append(float(turn_score))
+        episode.user_turns += 1
+        if terminate:
+            return "terminated"
+        messages.append({"role": "user", "content": feedback})
+
+
+async def run_episode(
+    record: dict | GeneratedSample,
+    policy: Policy,
+    *,
+    registry: Registry | None = None,
+    limits: RolloutLimits = RolloutLimits(),
+    system_prompt: str | None = None,
+    verify_kwargs: dict | None = None,
+    component_config: dict[str, dict] | None = None,
+    repeat: int = 0,
+    evaluation_config: dict | None = None,
+) -> EpisodeResult:
+    """Run one episode of ``record`` with ``policy`` and score it.
+
+    Never raises for model or infrastructure failures: they are in the result (``error_type``, ``error``,
+    ``finish_reason``), with the trajectory so far. A record that names no bootcamp components raises ``ValueError``
+    and a component that is not installed ``UnknownIdError`` (configuration, checked before any work). Cancellation
+    propagates after cleanup: tools released and the interaction finalized in every case.
+    """
+    registry = registry or get_registry()
+    component_config = component_config or {}
+    if isinstance(record, GeneratedSample):
+        sample, record = record, record.to_record()
+    else:
+        record = normalize_record(_copy(record))
+        sample = GeneratedSample.from_record(record, copy_record=False)  # ``record`` is already our own copy
+    started_at = datetime.now(timezone.utc).isoformat()
+    clock = time.perf_counter()
+    key = _episode_id(record, repeat)
+    rng = random.Random(key)  # a string seed: deterministic across processes, unlike hash()
+
+    tools = {}
+    for tool_id in sample.tools:
+        tool = registry.component("tool", tool_id, component_config.get(tool_id))
+        tools[type(tool).name] = tool
+    interaction = (
+        registry.component("interaction", sample.interaction, component_config.get(sample.interaction))
+        if sample.interaction
+        else None
+    )
+    reward = registry.component("reward", sample.reward, component_config.get(sample.reward))
+    schemas = [type(tool).openai_schema() for tool in tools.values()]
+    extra = record.get("extra_info") or {}
+    tools_kwargs = extra.get("tools_kwargs") or {}
+
+    messages: list[dict] = [{"role": "system", "content": system_prompt}] if system_prompt is not None else []
+    messages.extend(dict(message) for message in sample.prompt)  # from_record already copied the prompt
+    episode = _Episode(instance_id=uuid.uuid4().hex, tools=tools, messages=messages)
+    result = EpisodeResult(
+        id=key,
+        input=record,
+        repeat=repeat,
+        data_source=sample.data_source,
+        generator=sample.generator,
+        generator_name=sample.generator_name,
+        tools=schemas,
+        messages=messages,
+        ground_truth=sample.identity,
+        versions=dict(sample.versions),
+        evaluation_config=dict(evaluation_config or {}),
+    )
+    created: list[Any] = []
+    started_interaction = False
+    infrastructure: str | None = None
+    model_failure: str | None = None
+    finish = "error"
+    tool_scores: dict[str, float] = {}
+    try:
+        with anyio.move_on_after(limits.episode_timeout_s) as deadline:
+            try:
+                for name, tool in tools.items():
+                    create_kwargs = dict((tools_kwargs.get(name) or {}).get("create_kwargs") or {})
+                    create_kwargs.setdefault("identity", sample.identity)
+                    created.append(tool)
+                    await tool.create(episode.instance_id, **create_kwargs)
+                if interaction is not None:
+                    interaction_kwargs = dict(extra.get("interaction_kwargs") or {})
+                    interaction_kwargs.pop("name", None)
+                    interaction_kwargs.setdefault("identity", sample.identity)
+                    started_interaction = True
+                    await interaction.start_interaction(episode.instance_id, **interaction_kwargs)
+                finish = await _loop(episode, policy, sample, schemas, interaction, limits, rng)
+                for name, tool in tools.items():
+                    tool_scores[name] = float(await tool.calc_reward(episode.instance_id))
+            except InfrastructureError as error:
+                infrastructure = str(error)
+            except ModelError as error:  # the policy could not produce a usable turn
+                model_failure = str(error)
+            except Exception as error:  # a plugin or policy bug: this episode fails, the evaluation goes on
+                logger.warning("episode %s failed: %s: %s", key, type(error).__name__, error, exc_info=True)
+                infrastructure = f"{type(error).__name__}: {error}"
+        if deadline.cancelled_caught:
+            finish = "episode_timeout"
+            infrastructure = f"the episode timed out after {limits.episode_timeout_s:g} s"
+    finally:
+        # Shielded: a cancelled evaluation still releases every tool and finalizes the interaction.
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_S):
+            for tool in created:
+                try:
+                    await tool.release(episode.instance_id)
+                except Exception as error:
+                    logger.warning("releasing %s failed: %s: %s", type(tool).name, type(error).__name__, error)
+            if started_interaction:
+                try:
+                    await interaction.finalize_interaction(episode.instance_id)
+                except Exception as error:
+                    logger.warning("finalizing %s failed: %s: %s", type(interaction).name, type(error).__name__, error)
+
+    if infrastructure is not None:
+        result.success, result.error_type, result.error = False, "infrastructure", infrastructure
+        if finish != "episode_timeout":
+            finish = "error"
+    else:
+        output = next(
+            (_text(message.get("content")) for message in reversed(messages) if message.get("role") == "assistant"), ""
+        )
+        kwargs = {
+            **(verify_kwargs or {}),
+            "messages": messages,
+            "tool_rewards": list(episode.tool_rewards),
+            "tool_scores": dict(tool_scores),
+            "turn_scores": list(episode.turn_scores),
+        }
+
+        def score() -> tuple[float, Any]:
+            try:
+                extracted = _jsonable(reward.extract_output(output))
+            except Exception as error:  # verify_score records the crash; the extraction is only informative
+                extracted = None
+                logger.debug("extract_output failed: %s", error)
+            return float(reward.verify_score(output, sample.identity, **kwargs)), extracted
+
+        # Sync reward code runs off the event loop, so a slow verifier never stalls other episodes.
+        result.score, result.extracted_output = await anyio.to_thread.run_sync(score)
+        if model_failure is not None or episode.model_errors:
+            result.error_type = "model"
+            result.error = model_failure or (
+                f"{episode.model_errors} tool call error{'s' if episode.model_errors != 1 else ''}; "
+                f"first: {episode.first_model_error}"
+            )
+    result.finish_reason = finish
+    result.reached_max_turns = finish in ("max_assistant_turns", "max_user_turns")
+    result.turn_record = {
+        "assistant_turns": episode.assistant_turns,
+        "user_turns": episode.user_turns,
+        "tool_calls": len(episode.tool_calls),
+        "model_errors": episode.model_errors,
+    }
+    result.tool_calls = episode.tool_calls
+    result.tool_rewards = episode.tool_rewards
+    result.tool_scores = tool_scores
+    result.turn_scores = episode.turn_scores
+    result.token_usage = episode.usage
+    result.timings = {
+        "started_at": started_at,
+        "duration_s": time.perf_counter() - clock,
+        "policy_s": episode.policy_s,
+        "tools_s": episode.tools_s,
+    }
+    return result
+
