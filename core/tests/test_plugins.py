@@ -16,7 +16,6 @@ import bootcamp_core
 from bootcamp_core import (
     API_VERSION,
     DuplicateIdError,
-    PluginError,
     Reward,
     TaskGenerator,
     Tool,

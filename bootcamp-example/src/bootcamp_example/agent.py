@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from bootcamp_core import ReferenceAgent
+from bootcamp_core.rollout import message_text
 
 from bootcamp_example.answer import format_answer
 from bootcamp_example.arithmetic import ExpressionError, parse_number
-from bootcamp_example.interaction import message_text
 
 __all__ = ["CalculatorAgent"]
 

@@ -5,25 +5,15 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from bootcamp_core import Interaction
+from bootcamp_core.rollout import message_text
 
 from bootcamp_example.answer import ANSWER_FORMAT, extract_result, within_tolerance
 
-__all__ = ["FeedbackInteraction", "message_text"]
+__all__ = ["FeedbackInteraction"]
 
 MAX_ATTEMPTS = 3
 #: Turns without an answer the interaction tolerates before it ends the episode (so it always terminates).
 MAX_UNANSWERED = 3
-
-
-def message_text(content: Any) -> str:
-    """The text of a message's content: a string, or the text parts of an OpenAI content list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            part.get("text", "") for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    return ""
 
 
 class FeedbackInteraction(Interaction):

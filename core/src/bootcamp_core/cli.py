@@ -194,15 +194,21 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ generate
+def json_object_flag(text: str | None, flag: str) -> dict | None:
+    """The JSON object a flag holds (None when not given); a clear error naming the flag otherwise."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{flag} is not valid JSON: {error.msg} (column {error.colno})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{flag} must be a JSON object")
+    return value
+
+
 def _overrides(args: argparse.Namespace) -> dict:
-    global_config = None
-    if args.global_config_overrides:
-        try:
-            global_config = json.loads(args.global_config_overrides)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"--global-config-overrides is not valid JSON: {error.msg} (column {error.colno})") from None
-        if not isinstance(global_config, dict):
-            raise ConfigError("--global-config-overrides must be a JSON object")
+    global_config = json_object_flag(args.global_config_overrides, "--global-config-overrides")
     from bootcamp_core.config import parse_split_samples
 
     return {

@@ -24,6 +24,7 @@ import attrs
 from bootcamp_core.errors import BootcampError, ConfigError
 from bootcamp_core.recordio import AtomicFile, dumps
 from bootcamp_core.records import GeneratedSample
+from bootcamp_core.rollout import jsonable, score_trajectory
 
 __all__ = ["RescoreChange", "RescoreReport", "rescore_results", "rescore_line", "default_output_path"]
 
@@ -86,25 +87,6 @@ def default_output_path(path: str | os.PathLike) -> Path:
     return path.with_name(f"{path.stem}_rescored{path.suffix or '.jsonl'}")
 
 
-def _text(content: Any) -> str:
-    # the same reading of a message's content as the rollout engine's, so a re-score reproduces its scores
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            part.get("text", "") for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    return ""
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
-    return value
-
-
 def rescore_line(data: dict, registry: Any, verify_kwargs: dict | None = None) -> tuple[float, Any]:
     """(score, extracted output) of one saved result line with the installed reward; no model is called.
 
@@ -116,21 +98,15 @@ def rescore_line(data: dict, registry: Any, verify_kwargs: dict | None = None) -
     components = saved.get("component_config") or {}
     reward_id = registry.resolve("reward", sample.reward)
     reward = registry.component("reward", reward_id, components.get(reward_id))
-    messages = data.get("messages") or []
-    output = next((_text(message.get("content")) for message in reversed(messages)
-                   if isinstance(message, dict) and message.get("role") == "assistant"), "")
-    kwargs = {
-        **(saved.get("verify_kwargs") or {} if verify_kwargs is None else verify_kwargs),
-        "messages": messages,
-        "tool_rewards": list(data.get("tool_rewards") or []),
-        "tool_scores": dict(data.get("tool_scores") or {}),
-        "turn_scores": list(data.get("turn_scores") or []),
-    }
-    try:
-        extracted = _jsonable(reward.extract_output(output))
-    except Exception:  # informative only; verify_score records the crash and scores 0
-        extracted = None
-    return float(reward.verify_score(output, sample.identity, **kwargs)), extracted
+    return score_trajectory(
+        reward,
+        sample.identity,
+        messages=data.get("messages") or [],
+        tool_rewards=list(data.get("tool_rewards") or []),
+        tool_scores=dict(data.get("tool_scores") or {}),
+        turn_scores=list(data.get("turn_scores") or []),
+        verify_kwargs=saved.get("verify_kwargs") or {} if verify_kwargs is None else verify_kwargs,
+    )
 
 
 def rescore_results(
@@ -182,7 +158,7 @@ def rescore_results(
                 continue
             report.rescored += 1
             report.score_sum_after += new
-            if new != old or _jsonable(extracted) != data.get("extracted_output"):
+            if new != old or jsonable(extracted) != data.get("extracted_output"):
                 report.changes.append(RescoreChange(
                     line=number, id=data.get("id"), data_source=data.get("data_source"), old_score=old,
                     new_score=new, old_extracted=data.get("extracted_output"), new_extracted=extracted,

@@ -99,7 +99,7 @@ def _copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _text(content: Any) -> str:
+def message_text(content: Any) -> str:
     """The text of a message content: a string, or the text parts of an OpenAI content list."""
     if isinstance(content, str):
         return content
@@ -110,12 +110,42 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """``value`` if JSON can hold it, else its repr (an extracted answer may be any object)."""
     try:
         json.dumps(value)
     except (TypeError, ValueError):
         return repr(value)
     return value
+
+
+def score_trajectory(
+    reward: Any,
+    identity: dict,
+    *,
+    messages: list[dict],
+    tool_rewards: list[float],
+    tool_scores: dict[str, float],
+    turn_scores: list[float],
+    verify_kwargs: dict | None = None,
+) -> tuple[float, Any]:
+    """(score, extracted output) of a trajectory: what the reward sees, the same for every runner (DESIGN.md).
+
+    ``output`` is the last assistant message's text; kwargs are the episode's plus the user's verify kwargs.
+    """
+    output = next(
+        (message_text(message.get("content")) for message in reversed(messages)
+         if isinstance(message, dict) and message.get("role") == "assistant"),
+        "",
+    )
+    kwargs = {**(verify_kwargs or {}), "messages": messages, "tool_rewards": tool_rewards,
+              "tool_scores": tool_scores, "turn_scores": turn_scores}
+    try:
+        extracted = jsonable(reward.extract_output(output))
+    except Exception as error:  # informative only: verify_score records the crash and scores 0
+        extracted = None
+        logger.debug("extract_output failed: %s", error)
+    return float(reward.verify_score(output, identity, **kwargs)), extracted
 
 
 def _assistant_message(message: Any, turn: int) -> dict:
@@ -190,7 +220,7 @@ async def _execute(episode: _Episode, call: dict, limits: RolloutLimits) -> Tool
             raise
         except Exception as error:  # the tool rejected what the model asked: the model sees why and goes on
             raise ModelError(f"{name} failed: {type(error).__name__}: {error}") from error
-        record.output = output if isinstance(output, str) else json.dumps(_jsonable(output))
+        record.output = output if isinstance(output, str) else json.dumps(jsonable(output))
         record.step_reward = float(step_reward)
         record.metrics = metrics if isinstance(metrics, dict) else {}
     except ModelError as error:
@@ -375,11 +405,7 @@ async def run_episode(
         if finish != "episode_timeout":
             finish = "error"
     else:
-        output = next(
-            (_text(message.get("content")) for message in reversed(messages) if message.get("role") == "assistant"), ""
-        )
         kwargs = {
-            **(verify_kwargs or {}),
             "messages": messages,
             "tool_rewards": list(episode.tool_rewards),
             "tool_scores": dict(tool_scores),
@@ -387,12 +413,7 @@ async def run_episode(
         }
 
         def score() -> tuple[float, Any]:
-            try:
-                extracted = _jsonable(reward.extract_output(output))
-            except Exception as error:  # verify_score records the crash; the extraction is only informative
-                extracted = None
-                logger.debug("extract_output failed: %s", error)
-            return float(reward.verify_score(output, sample.identity, **kwargs)), extracted
+            return score_trajectory(reward, sample.identity, verify_kwargs=verify_kwargs, **kwargs)
 
         # Sync reward code runs off the event loop, so a slow verifier never stalls other episodes.
         result.score, result.extracted_output = await anyio.to_thread.run_sync(score)

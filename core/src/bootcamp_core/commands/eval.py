@@ -55,10 +55,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import logging
     from pathlib import Path
 
+    from bootcamp_core.cli import json_object_flag
     from bootcamp_core.errors import ConfigError
     from bootcamp_core.evaluate import EvalConfig, parse_shard, run_evaluation
     from bootcamp_core.policies import parse_extra_headers, parse_extra_params
@@ -66,14 +66,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.dataset_path:
         raise ConfigError("--dataset-path is required: the records to evaluate (.jsonl, .json or .parquet)")
-    verify_kwargs = {}
-    if args.verify_correction_kwargs:
-        try:
-            verify_kwargs = json.loads(args.verify_correction_kwargs)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"--verify-correction-kwargs is not valid JSON: {error.msg} (column {error.colno})") from None
-        if not isinstance(verify_kwargs, dict):
-            raise ConfigError("--verify-correction-kwargs must be a JSON object")
+    verify_kwargs = json_object_flag(args.verify_correction_kwargs, "--verify-correction-kwargs")
+    verify_kwargs = verify_kwargs or {}
     if args.policy == "openai" and not args.api_url:
         raise ConfigError("--policy openai needs --api-url")
     if args.verbose:

@@ -30,17 +30,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from bootcamp_core.errors import ConfigError
+    from bootcamp_core.cli import json_object_flag
     from bootcamp_core.rescore import rescore_results
 
-    verify_kwargs = None
-    if args.verify_correction_kwargs:
-        try:
-            verify_kwargs = json.loads(args.verify_correction_kwargs)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"--verify-correction-kwargs is not valid JSON: {error.msg}") from None
-        if not isinstance(verify_kwargs, dict):
-            raise ConfigError("--verify-correction-kwargs must be a JSON object")
+    verify_kwargs = json_object_flag(args.verify_correction_kwargs, "--verify-correction-kwargs")
     report = rescore_results(args.results, output=args.output, in_place=args.in_place, verify_kwargs=verify_kwargs)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
