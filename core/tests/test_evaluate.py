@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -151,6 +153,7 @@ def test_eval_with_reference_agents(example_registry, tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["overall"]["pass_at_k"] == {"pass@1": 1.0, "pass@2": 1.0}
     assert summary["evaluation_config"]["policy"] == "reference"
+    assert "success is true and score >= 1" in summary["pass_at_k_definition"]
     # a second run into the same folder refuses to clobber the results unless told to
     assert main(eval_args(dataset, out, None, "--policy", "reference")) == 1
     assert "already holds results" in capsys.readouterr().err
@@ -470,3 +473,233 @@ def test_a_crashing_plugin_does_not_stop_the_run(example_registry, tmp_path):
     assert all("boom in create" in line["error"] for line in crashed)
     assert summary["overall"]["infrastructure_errors"] == len(crashed)
     assert summary["overall"]["count"] == 12
+
+
+# -------------------------------------------------------------------------------------------- secrets
+@pytest.mark.parametrize("source", ["env", "api-key header", "authorization header"])
+def test_no_secret_in_use_is_ever_written_or_logged(example_registry, tmp_path, capsys, monkeypatch, source):
+    """A server that echoes the credentials it got, in answers and in an error: none reaches a file or a log."""
+    dataset = make_dataset(example_registry, tmp_path / "data", 4)
+    records = list(load_dataset(dataset))
+    failing = first_user_text({"messages": records[0]["prompt"]})
+    server = ScriptedChatServer()
+
+    def echoed() -> str:
+        headers = server.request_headers[-1]  # this request's: appended just before the script runs
+        return f"authorization={headers.get('authorization')} api-key={headers.get('api-key')}"
+
+    def answer(request, output):
+        return f'I was sent {echoed()} ```json\n{{"result": {output}}}\n```'
+
+    def script(request: dict) -> Reply:
+        if first_user_text(request) == failing:  # a 4xx is not retried: its echo becomes the episode's error
+            return Reply.error(400, message=f"bad credentials {echoed()}")
+        return solver(answer)(request)
+
+    server.script = script
+    out = tmp_path / "out"
+    args = ["eval", "--dataset-path", str(dataset), "--output-dir", str(out), "--quiet", "--verbose",
+            "--api-url", "", "--api-model", "stub"]
+    if source == "env":
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    elif source == "api-key header":
+        args += ["--api-extra-headers", f"X-Team:eval,api-key:{SECRET}"]
+    else:
+        args += ["--api-extra-headers", json.dumps({"Authorization": f"Bearer {SECRET}"})]
+    with server:
+        args[args.index("--api-url") + 1] = server.base_url
+        assert main(args) == 0
+    # the secret was really in use: the server got it
+    assert any(SECRET in value for headers in server.request_headers for value in headers.values())
+    results = lines_of(out / "results.jsonl")
+    assert len(results) == 4
+    failed = [line for line in results if line["error"]]
+    assert len(failed) == 1 and "bad credentials authorization=" in failed[0]["error"]
+    assert any("[redacted]" in json.dumps(line["messages"]) for line in results if not line["error"])
+    assert {path.name for path in out.iterdir()} == {"results.jsonl", "summary.json", "summary.csv", "report.html"}
+    for path in out.iterdir():
+        assert SECRET not in path.read_text(encoding="utf-8"), path.name
+    captured = capsys.readouterr()
+    assert SECRET not in captured.out and SECRET not in captured.err
+
+
+def test_redactor_masks_whole_values_and_their_credential_part():
+    from bootcamp_core.evaluate import Redactor
+
+    redactor = Redactor(["Bearer " + SECRET, "EMPTY", "", None, "on"])
+    assert redactor.text(f"a Bearer {SECRET} b {SECRET} on EMPTY") == "a [redacted] b [redacted] on EMPTY"
+    assert redactor.data({"k": [SECRET, 1, {"x": "on"}]}) == {"k": ["[redacted]", 1, {"x": "on"}]}
+    assert not Redactor(["EMPTY", "", "on"])
+
+
+def test_log_records_of_a_run_are_masked(example_registry, tmp_path, caplog):
+    """A plugin that logs the credential it was somehow handed, with a traceback: the log shows neither."""
+    from bootcamp_core import Tool, hookimpl
+    from bootcamp_core.plugins import Registry
+
+    class Leaky(Tool):
+        name = "calculator"
+        description = "logs what it should not"
+        parameters = {"type": "object", "properties": {}}
+
+        async def execute(self, instance_id, parameters, **kwargs):
+            try:
+                raise RuntimeError(f"token {os.environ['OPENAI_API_KEY']}")
+            except RuntimeError:
+                logging.getLogger("leaky_plugin").exception("execute failed with %s", os.environ["OPENAI_API_KEY"])
+            return "42", 0.0, {}
+
+    class Hooks:
+        @hookimpl
+        def bootcamp_register_tools(self, register):
+            register(Leaky)
+
+    registry = Registry.from_entry_points(strict=True)
+    registry.add_plugin(Hooks(), "leaky")
+    records = list(load_dataset(make_dataset(example_registry, tmp_path / "data", 1)))
+    records[0]["extra_info"]["bootcamp"]["tools"] = ["leaky/calculator"]
+    write_records(tmp_path / "leaky.jsonl", records)
+    os.environ["OPENAI_API_KEY"] = SECRET  # removed again by the autouse fixture's monkeypatch
+    with ScriptedChatServer(solver()) as server:
+        config = EvalConfig(dataset_path=tmp_path / "leaky.jsonl", output_dir=tmp_path / "out",
+                            api_url=server.base_url, api_model="stub")
+        run_evaluation(config, registry=registry, progress=False)
+    logged = [record for record in caplog.records if record.name == "leaky_plugin"]
+    assert logged and "execute failed with [redacted]" in caplog.text and "token [redacted]" in caplog.text
+    assert SECRET not in caplog.text
+    # the filter is gone after the run
+    logging.getLogger("leaky_plugin").warning("after %s", SECRET)
+    assert SECRET in caplog.text
+
+
+# ----------------------------------------------------------------------------------------------- timeouts
+def test_timeout_flags_are_documented_recorded_and_effective(example_registry, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    for flag, default in (("--episode-timeout", 600), ("--tool-timeout", 60), ("--request-timeout", 600)):
+        # the option's own help entry ("--x SECONDS text"), not the usage line ("[--x SECONDS]")
+        entry = re.search(rf"{flag} SECONDS .*?\(default: (\d+)\)", help_text)
+        assert entry and int(entry.group(1)) == default
+
+    dataset = make_dataset(example_registry, tmp_path / "data", 2)
+    first_requests: set[str] = set()
+
+    def slow_first_attempt(request: dict) -> Reply:
+        key = first_user_text(request)
+        if last_tool_output(request) is None and key not in first_requests:
+            first_requests.add(key)
+            return solver(delay_s=2.0)(request)  # longer than --request-timeout: this attempt times out
+        return solver()(request)
+
+    out = tmp_path / "out"
+    with ScriptedChatServer(slow_first_attempt) as server:
+        assert main(eval_args(dataset, out, server, "--limit", "1", "--request-timeout", "0.3",
+                              "--tool-timeout", "7", "--episode-timeout", "30")) == 0
+        # the timed-out attempt, its retry, and the answer
+        assert len(server.requests) == 3
+    [line] = lines_of(out / "results.jsonl")
+    assert line["success"] and line["score"] == 1.0
+    config = line["evaluation_config"]
+    assert config["request_timeout_s"] == 0.3
+    assert config["limits"]["tool_timeout_s"] == 7 and config["limits"]["episode_timeout_s"] == 30
+    assert json.loads((out / "summary.json").read_text())["evaluation_config"]["request_timeout_s"] == 0.3
+
+    # an episode longer than --episode-timeout ends there
+    out = tmp_path / "slow"
+    with ScriptedChatServer(solver(delay_s=2.0)) as server:
+        assert main(eval_args(dataset, out, server, "--limit", "1", "--episode-timeout", "0.3")) == 0
+    [line] = lines_of(out / "results.jsonl")
+    assert line["finish_reason"] == "episode_timeout" and not line["success"]
+
+
+def test_request_timeout_fails_the_episode_after_the_retries(example_registry, tmp_path):
+    dataset = make_dataset(example_registry, tmp_path / "data", 1)
+    config = EvalConfig(dataset_path=dataset, output_dir=tmp_path / "out", api_url="http://placeholder/v1",
+                        api_model="stub", request_timeout_s=0.2, retry=RetryPolicy(attempts=2, base_s=0.01))
+    with ScriptedChatServer(solver(delay_s=1.0)) as server:
+        config = attrs_evolve(config, api_url=server.base_url)
+        summary = run_evaluation(config, progress=False)
+        assert len(server.requests) == 2  # both attempts timed out
+    [line] = lines_of(tmp_path / "out" / "results.jsonl")
+    assert line["error_type"] == "infrastructure" and "2 attempts" in line["error"] and "timed out" in line["error"].lower()
+    assert summary["overall"]["infrastructure_errors"] == 1
+
+
+def test_tool_timeout_reaches_the_engine(example_registry, tmp_path):
+    from bootcamp_core import Tool, hookimpl
+    from bootcamp_core.plugins import Registry
+
+    class Sleepy(Tool):
+        name = "calculator"
+        description = "slow"
+        parameters = {"type": "object", "properties": {}}
+
+        async def execute(self, instance_id, parameters, **kwargs):
+            await asyncio.sleep(5)
+            return "42", 0.0, {}
+
+    class Hooks:
+        @hookimpl
+        def bootcamp_register_tools(self, register):
+            register(Sleepy)
+
+    registry = Registry.from_entry_points(strict=True)
+    registry.add_plugin(Hooks(), "sleepy")
+    records = list(load_dataset(make_dataset(example_registry, tmp_path / "data", 1)))
+    records[0]["extra_info"]["bootcamp"]["tools"] = ["sleepy/calculator"]
+    write_records(tmp_path / "sleepy.jsonl", records)
+    config = EvalConfig(dataset_path=tmp_path / "sleepy.jsonl", output_dir=tmp_path / "out",
+                        limits=RolloutLimits(tool_timeout_s=0.2, max_assistant_turns=2))
+    run_evaluation(config, registry=registry, progress=False)
+    [line] = lines_of(tmp_path / "out" / "results.jsonl")
+    assert line["error_type"] == "model" and line["evaluation_config"]["limits"]["tool_timeout_s"] == 0.2
+    assert any("timed out after 0.2 s" in str(message.get("content")) for message in line["messages"]
+               if message.get("role") == "tool")
+
+
+# --------------------------------------------------------------------------------- resume and stale outputs
+def test_resume_from_a_path_that_does_not_exist_yet_starts_it(example_registry, tmp_path):
+    dataset = make_dataset(example_registry, tmp_path / "data", 3)
+    results = tmp_path / "cluster" / "run" / "results.jsonl"
+    assert main(eval_args(dataset, tmp_path / "out", None, "--resume-from-result-path", str(results))) == 0
+    assert len(lines_of(results)) == 3
+    # the same command again finds everything finished
+    assert main(eval_args(dataset, tmp_path / "out", None, "--resume-from-result-path", str(results))) == 0
+    assert len(lines_of(results)) == 3
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["this_run"]["skipped_as_finished"] == 3
+
+
+def test_a_run_removes_the_previous_summary_before_it_starts(example_registry, tmp_path):
+    dataset = make_dataset(example_registry, tmp_path / "data", 2)
+    out = tmp_path / "out"
+    assert main(eval_args(dataset, out, None)) == 0
+    stale = {name: (out / name).exists() for name in ("summary.json", "summary.csv", "report.html")}
+    assert all(stale.values())
+    seen: list[dict] = []
+
+    def script(request: dict) -> Reply:
+        # what a reader of the folder sees while the run is under way (or after a kill now)
+        seen.append({name: (out / name).exists() for name in stale})
+        return solver()(request)
+
+    with ScriptedChatServer(script) as server:
+        assert main(eval_args(dataset, out, server, "--overwrite")) == 0
+    assert seen and not any(any(state.values()) for state in seen)
+    assert all((out / name).exists() for name in stale)  # and written again at the end
+    # a dry run leaves a finished run's outputs alone
+    assert main(eval_args(dataset, out, None, "--dry-run")) == 0
+    assert all((out / name).exists() for name in stale)
+
+
+def test_tokenizer_path_that_does_not_exist(example_registry, tmp_path, capsys):
+    dataset = make_dataset(example_registry, tmp_path / "data", 1)
+    assert main(eval_args(dataset, tmp_path / "out", None, "--tokenizer-path", str(tmp_path / "nonexistent"))) == 1
+    err = capsys.readouterr().err
+    assert "no such directory" in err and "chat_template" not in err
+
+
+def attrs_evolve(config: EvalConfig, **changes) -> EvalConfig:
+    import attrs
+
+    return attrs.evolve(config, **changes)

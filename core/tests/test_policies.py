@@ -9,7 +9,7 @@ import random
 import anyio
 import pytest
 
-from bootcamp_core import ConfigError, InfrastructureError
+from bootcamp_core import ConfigError, InfrastructureError, ModelError
 from bootcamp_core.generate import config_for_bootcamp, iter_records
 from bootcamp_core.plugins import Registry
 from bootcamp_core.policies import (
@@ -139,19 +139,49 @@ def test_retries_exhausted_is_an_infrastructure_error_that_keeps_the_trajectory(
         result = episode(record, policy_for(server), example_registry)
         assert len(server.requests) == 1 + FAST.attempts
     assert (result.success, result.error_type, result.finish_reason) == (False, "infrastructure", "error")
-    assert "after 3 attempts" in result.error and "HTTP 503" in result.error
+    assert result.error == f"HTTP 503 from {server.base_url} after 3 attempts: overloaded; your key *** is fine"
     assert [message["role"] for message in result.messages] == ["user", "assistant", "tool"]
     assert SECRET not in result.error and SECRET not in caplog.text and "***" in result.error
     assert SECRET not in json.dumps(result.to_dict())
 
 
-@pytest.mark.parametrize("status", [400, 401, 404, 422])
-def test_other_4xx_are_never_retried(records, status):
+@pytest.mark.parametrize(("status", "kind"), [(400, ModelError), (413, ModelError), (422, ModelError),
+                                              (401, InfrastructureError), (403, InfrastructureError),
+                                              (404, InfrastructureError)])
+def test_other_4xx_are_never_retried_and_only_configuration_ones_are_infrastructure(records, status, kind):
     with ScriptedChatServer(sequence(Reply.error(status, message=f"bad {SECRET}"), then=Reply.text("ok"))) as server:
-        with pytest.raises(InfrastructureError, match=f"HTTP {status}") as error:
+        with pytest.raises(BaseException) as error:
             call_once(policy_for(server), records[0])
         assert len(server.requests) == 1
-    assert SECRET not in str(error.value)
+        assert str(error.value) == f"HTTP {status} from {server.base_url}: bad ***"
+    assert type(error.value) is kind
+
+
+def test_a_rejected_request_ends_the_episode_as_a_scored_model_error(records, example_registry):
+    record = records[4]
+    identity = record["reward_model"]["ground_truth"]
+    script = sequence(
+        Reply.calls(("calculator", {"expression": identity["expression"]})),
+        then=Reply.error(400, message="This model's maximum context length is 4096 tokens"),
+    )
+    with ScriptedChatServer(script) as server:
+        result = episode(record, policy_for(server), example_registry)
+        assert len(server.requests) == 2  # not retried
+        url = server.base_url
+    assert (result.success, result.error_type, result.finish_reason) == (True, "model", "error")
+    assert result.error == f"HTTP 400 from {url}: This model's maximum context length is 4096 tokens"
+    assert result.score == 0.0 and set(result.tool_scores) == {"calculator"}  # scored as usual, calc_reward ran
+    assert [message["role"] for message in result.messages] == ["user", "assistant", "tool"]
+
+
+def test_the_final_error_says_what_failed_once_with_the_attempts(records):
+    with ScriptedChatServer(lambda request: Reply.error(500)) as server:
+        with pytest.raises(InfrastructureError) as error:
+            call_once(policy_for(server), records[0])
+        url = server.base_url
+    text = str(error.value)
+    assert text == f"HTTP 500 from {url} after 3 attempts: scripted error"
+    assert text.count(url) == 1 and "Error code" not in text and "RetryableError" not in text and SECRET not in text
 
 
 def test_slow_answers_within_the_timeout_succeed_and_beyond_it_are_retried_then_fail(records):

@@ -96,3 +96,75 @@ def test_rescore_keeps_failures_and_unreadable_lines(evaluated):
     assert json.loads(written[0]) == failed and json.loads(written[1]) == unknown
     with pytest.raises(ConfigError):
         rescore_results(results.with_name("missing.jsonl"))
+
+
+def test_in_place_rescore_rewrites_the_summary_beside_the_results(evaluated):
+    results, _ = evaluated
+    out = results.parent
+    before = json.loads((out / "summary.json").read_text())
+    assert before["overall"]["mean_score"] == 0.0
+    assert main(["rescore", str(results), "--in-place", "--verify-correction-kwargs", '{"soft": true}']) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["overall"]["mean_score"] == pytest.approx(0.5) and summary["overall"]["count"] == 6
+    assert summary["evaluation_config"]["verify_kwargs"] == {"soft": True}
+    assert summary["this_run"] == before["this_run"] and "rescored_at" in summary
+    rows = (out / "summary.csv").read_text().splitlines()
+    row = dict(zip(rows[0].split(","), rows[-1].split(",")))
+    assert row["data_source"] == "ALL" and float(row["mean_score"]) == pytest.approx(0.5)
+    assert ">0.5<" in (out / "report.html").read_text()  # the mean score cell
+    # a copy elsewhere leaves the summary alone
+    rescore_results(results, output=results.with_name("copy.jsonl"), verify_kwargs={"soft": False})
+    assert json.loads((out / "summary.json").read_text())["overall"]["mean_score"] == pytest.approx(0.5)
+
+
+def test_the_reward_sees_the_saved_tool_rewards_tool_scores_and_turn_scores(evaluated):
+    """A reward computed only from what the episode saved: the re-score must hand it exactly that."""
+    import types
+
+    from bootcamp_core import Reward, hookimpl
+    from bootcamp_core.plugins import Registry
+    from bootcamp_core.rescore import rescore_line
+
+    seen: list[dict] = []
+
+    class FromKwargs(Reward):
+        name = "from_kwargs"
+
+        def extract_output(self, output):
+            return output
+
+        def verify_correction(self, extracted, identity, **kwargs):
+            seen.append(kwargs)
+            return (kwargs["tool_scores"]["calculator"] + sum(kwargs["tool_rewards"]) + sum(kwargs["turn_scores"])
+                    + kwargs["bonus"])
+
+    module = types.ModuleType("probe_plugin")
+
+    def bootcamp_register_rewards(register):
+        register(FromKwargs)
+
+    module.bootcamp_register_rewards = hookimpl(bootcamp_register_rewards)
+    registry = Registry(strict=True)
+    registry.add_plugin(module, "probe")
+
+    results, _ = evaluated
+    lines = lines_of(results)
+    for number, line in enumerate(lines):
+        line["input"]["extra_info"]["bootcamp"]["reward"] = "probe/from_kwargs"
+        line["tool_scores"] = {"calculator": 0.1 * number}
+        line["tool_rewards"] = [0.05, 0.05]
+        line["turn_scores"] = [0.1]
+        line["evaluation_config"]["verify_kwargs"] = {"bonus": 0.2}
+    results.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+    score, _ = rescore_line(lines[1], registry)
+    assert score == pytest.approx(0.1 + 0.1 + 0.1 + 0.2)
+    assert seen[-1]["messages"] == lines[1]["messages"]
+    report = rescore_results(results, registry=registry)
+    assert report.rescored == 6 and report.skipped == []
+    assert [line["score"] for line in lines_of(report.output_path)] == pytest.approx(
+        [min(1.0, 0.1 * number + 0.4) for number in range(6)])
+    # --verify-correction-kwargs replaces the saved kwargs, the saved trajectory data stays
+    report = rescore_results(results, registry=registry, verify_kwargs={"bonus": 0.0})
+    assert [line["score"] for line in lines_of(report.output_path)] == pytest.approx(
+        [0.1 * number + 0.2 for number in range(6)])

@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 
-from bootcamp_core import InfrastructureError, Interaction, Reward, TaskGenerator, Tool, hookimpl
+from bootcamp_core import InfrastructureError, Interaction, ModelError, Reward, TaskGenerator, Tool, hookimpl
+from bootcamp_core import __version__ as core_version
 from bootcamp_core.plugins import Registry
 from bootcamp_core.records import EpisodeResult, GeneratedSample
 from bootcamp_core.rollout import PolicyTurn, RolloutLimits, episode_id, run_episode
@@ -94,6 +95,21 @@ class Boom(Tool):
         raise RuntimeError("kaboom")
 
 
+class ParallelBoom(Tool):
+    """Parallel-safe and raising, so its error comes out of the task group of a concurrent turn."""
+
+    name = "pboom"
+    description = "raises, in parallel"
+    parameters: ClassVar[dict] = {"type": "object", "properties": {}}
+    parallel_safe = True
+
+    async def execute(self, instance_id, parameters, **kwargs):
+        await anyio.sleep(0.01)
+        if parameters.get("infrastructure"):
+            raise InfrastructureError("the sandbox died")
+        raise RuntimeError("kaboom in parallel")
+
+
 class Judge(Interaction):
     name = "judge"
 
@@ -126,7 +142,7 @@ def plugin() -> types.ModuleType:
     module = types.ModuleType("rollout_test_plugin")
     hooks = {
         "bootcamp_register_task_generators": [Gen],
-        "bootcamp_register_tools": [Sleepy, Counter, Boom],
+        "bootcamp_register_tools": [Sleepy, Counter, Boom, ParallelBoom],
         "bootcamp_register_interactions": [Judge],
         "bootcamp_register_rewards": [Exact],
     }
@@ -153,7 +169,8 @@ def _clean() -> None:
     Counter.peak = Counter.running = 0
 
 
-def record(*, interaction: bool = True, tools: tuple[str, ...] = ("sleepy", "counter", "boom")) -> dict:
+def record(*, interaction: bool = True, tools: tuple[str, ...] = ("sleepy", "counter", "boom"),
+           versions: dict | None = None) -> dict:
     return GeneratedSample(
         data_source="bootcamp/t",
         prompt=[{"role": "user", "content": "What is the answer?"}],
@@ -166,7 +183,7 @@ def record(*, interaction: bool = True, tools: tuple[str, ...] = ("sleepy", "cou
         tools=[f"t/{name}" for name in tools],
         tool_names=tools,
         interaction="t/judge" if interaction else None,
-        versions={"bootcamp-t": "9.9"},
+        versions=versions if versions is not None else {"bootcamp-t": "9.9"},
     ).to_record()
 
 
@@ -233,7 +250,7 @@ def test_a_full_episode_sees_the_prompt_tools_and_scores_with_the_episode_kwargs
     assert kwargs["tool_scores"] == result.tool_scores
     assert result.turn_record == {"assistant_turns": 3, "user_turns": 3, "tool_calls": 1, "model_errors": 0}
     assert result.token_usage == {"prompt_tokens": 30, "completion_tokens": 6, "total_tokens": 36}
-    assert result.versions == {"bootcamp-t": "9.9"} and result.evaluation_config == {"policy": "scripted"}
+    assert result.evaluation_config == {"policy": "scripted"}
     assert result.id == episode_id(record(), 0) and result.ground_truth == {"answer": "42"}
     assert set(result.timings) == {"started_at", "duration_s", "policy_s", "tools_s"}
     json.dumps(result.to_dict())  # a results.jsonl line
@@ -358,3 +375,83 @@ def test_an_infrastructure_error_from_the_policy_keeps_the_trajectory_so_far(reg
     assert result.error == "endpoint down after 5 attempts"
     assert [message["role"] for message in result.messages] == ["user", "assistant", "tool"]
     assert any(event[0] == "finalize" for event in EVENTS)
+
+
+def test_a_model_error_from_the_policy_ends_the_episode_scored_with_tool_scores(registry):
+    policy = Scripted(tools_turn(call("sleepy", {"tag": "a"}, "c1"), content="41"),
+                      ModelError("HTTP 400 from http://x/v1: maximum context length exceeded"))
+    result = run(record(), policy, registry)
+    assert (result.success, result.error_type, result.finish_reason) == (True, "model", "error")
+    assert result.error == "HTTP 400 from http://x/v1: maximum context length exceeded"
+    assert result.tool_scores == {"sleepy": 0.25, "counter": 0.0, "boom": 0.0}  # calc_reward ran
+    assert Exact.seen[-1]["tool_scores"] == result.tool_scores and result.score == 0.0
+    assert [message["role"] for message in result.messages] == ["user", "assistant", "tool"]
+
+
+def test_an_infrastructure_error_leaves_no_tool_scores(registry):
+    result = run(record(), Scripted(tools_turn(call("boom", {"infrastructure": True}))), registry)
+    assert result.tool_scores == {} and Exact.seen == []
+
+
+# ------------------------------------------------------------------------------------ parallel-safe failures
+def test_an_infrastructure_error_from_a_parallel_safe_tool_is_classified_as_on_the_sequential_path(registry):
+    turn = tools_turn(call("counter", {"seconds": 5}, "c1"), call("pboom", {"infrastructure": True}, "c2"))
+    result = run(record(tools=("counter", "pboom")), Scripted(turn), registry)
+    sequential = run(record(), Scripted(tools_turn(call("boom", {"infrastructure": True}))), registry)
+    assert (result.success, result.error_type, result.finish_reason) == (False, "infrastructure", "error")
+    assert result.error == sequential.error == "the sandbox died"  # not "unhandled errors in a TaskGroup"
+    assert result.tool_calls == [] and result.messages[-1]["role"] == "assistant"  # the turn stopped there
+    assert any(event[:2] == ("release", "counter") for event in EVENTS)
+
+
+def test_a_plain_exception_from_a_parallel_safe_tool_is_a_model_error_and_the_episode_goes_on(registry):
+    turn = tools_turn(call("counter", {"tag": 0}, "c1"), call("pboom", {}, "c2"))
+    result = run(record(tools=("counter", "pboom")), Scripted(turn, answer("42")), registry)
+    assert (result.success, result.error_type, result.finish_reason, result.score) == (True, "model", "terminated", 1.0)
+    outputs = {message["tool_call_id"]: message["content"] for message in result.messages if message["role"] == "tool"}
+    assert outputs == {"c1": "counted 0", "c2": "Error: pboom failed: RuntimeError: kaboom in parallel"}
+    assert Counter.peak == 1 and result.turn_record["model_errors"] == 1
+
+
+# ----------------------------------------------------------------------------------------- limits, versions
+def test_max_user_turns_is_checked_between_turns_so_every_call_of_the_last_turn_is_answered(registry):
+    turn = tools_turn(*[call("counter", {"tag": i, "seconds": 0}, f"c{i}") for i in range(5)])
+    result = run(record(), Scripted(turn, answer("42")), registry, limits=RolloutLimits(max_user_turns=2))
+    assert (result.finish_reason, result.reached_max_turns) == ("max_user_turns", True)
+    assert result.turn_record["user_turns"] == 5 and result.turn_record["assistant_turns"] == 1
+    answered = [message["tool_call_id"] for message in result.messages if message["role"] == "tool"]
+    assert answered == [f"c{i}" for i in range(5)]
+
+
+def test_versions_are_those_that_ran_not_those_that_generated_the_record(registry):
+    old = record(versions={"bootcamp-t": "0.1", "bootcamp-gone": "2.0"})
+    result = run(old, Scripted(answer("42")), registry)
+    assert result.versions == {"bootcamp-core": core_version, "bootcamp-t": "9.9"}
+    assert result.input["extra_info"]["bootcamp"]["versions"] == {"bootcamp-t": "0.1", "bootcamp-gone": "2.0"}
+
+
+def test_many_concurrent_episodes_are_all_scored_and_cancelled_ones_do_not_stall_the_rest(registry):
+    class Slow:
+        """Answers after a pause, so the episodes reach their rewards together."""
+
+        async def __call__(self, messages, tools, record_, rng):
+            await anyio.sleep(0.01)
+            return PolicyTurn(message=answer("42"))
+
+    results: list[EpisodeResult] = []
+
+    async def one() -> None:
+        results.append(await run_episode(record(interaction=False), Slow(), registry=registry))
+
+    async def main() -> None:
+        async with anyio.create_task_group() as outer:
+            with anyio.CancelScope() as doomed:
+                async with anyio.create_task_group() as group:
+                    for _ in range(40):
+                        group.start_soon(one)
+                    doomed.cancel()  # these 40 never finish ...
+            for _ in range(60):
+                outer.start_soon(one)  # ... and these 60 are not held up by them
+
+    anyio.run(main)
+    assert len(results) == 60 and all(result.score == 1.0 and result.success for result in results)

@@ -16,12 +16,20 @@ record runs ``repeats`` times (repeat 0..K-1).
 
 pass@k (k = 1..K) is the unbiased estimator of Chen et al. (2021): a record with ``n`` finished episodes of which
 ``c`` are correct (``success`` and ``score >= 1``) contributes ``1 - C(n-c, k) / C(n, k)``; a group's pass@k is the
-mean over its records with ``n >= k``.
+mean over its records with ``n >= k``. summary.json states this definition in ``pass_at_k_definition``.
 
-Resume (``resume_from=P``): episodes are keyed by ``EpisodeResult.id`` = ``episode_id(record, repeat)``. P is first
+Resume (``resume_from=P``): episodes are keyed by ``EpisodeResult.id`` = ``episode_id(record, repeat)``. A P that does not exist yet is created empty (the first run of a
+cluster script that always passes the flag). P is first
 rewritten atomically without its infrastructure failures (``success`` false), unreadable lines (a line cut by a
 kill) and repeated keys; episodes whose key is left are skipped, the rest run and are appended to P. After a
 completed run P holds exactly one line per (record, repeat), and the summary covers all of P.
+
+A real run (not a dry run) first deletes summary.json, summary.csv and report.html in ``output_dir``; they are
+written again at the end, so a run killed midway never leaves a summary that disagrees with the results file.
+
+Secrets: the API key in use (``api_key``, else ``$OPENAI_API_KEY``) and the values of ``api_extra_headers`` are
+never written — not to results, summary, report or ``evaluation_config`` — and are masked in the log records of the
+run, even when a server or plugin echoes them (see :class:`Redactor`).
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ import attrs
 from bootcamp_core.errors import BootcampError, ConfigError
 from bootcamp_core.recordio import AtomicFile, dumps, read_parquet
 from bootcamp_core.records import EpisodeResult, GeneratedSample, normalize_record
+from bootcamp_core.rollout import RolloutLimits, episode_id, run_episode
 
 __all__ = [
     "EvalConfig",
@@ -60,6 +69,8 @@ __all__ = [
     "ResultsWriter",
     "write_summary",
     "RESULTS_NAME",
+    "Redactor",
+    "PASS_AT_K_DEFINITION",
 ]
 
 logger = logging.getLogger("bootcamp_core")
@@ -72,12 +83,11 @@ REPORT_NAME = "report.html"
 MAX_LISTED_PROBLEMS = 20
 #: Episodes kept in the summary pass for the report's examples (first failures, then the rest).
 REPORT_EXAMPLES = 40
-
-
-def _default_limits():
-    from bootcamp_core.rollout import RolloutLimits as Limits
-
-    return Limits()
+#: What pass@k counts, written into every summary.json so a reader of the file needs no other document.
+PASS_AT_K_DEFINITION = (
+    "unbiased estimator of Chen et al. (2021) per record, 1 - C(n-c, k) / C(n, k), averaged over the records with "
+    "n >= k; n = the record's episodes, c = those correct, where correct means success is true and score >= 1"
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -93,7 +103,11 @@ class EvalConfig:
     api_extra_headers: dict = attrs.field(factory=dict, repr=False)  # may carry credentials too
     api_extra_params: dict = attrs.field(factory=dict)
     verify_kwargs: dict = attrs.field(factory=dict)
-    limits: Any = attrs.field(factory=_default_limits)
+    limits: RolloutLimits = attrs.field(factory=RolloutLimits)  # tool_timeout_s, episode_timeout_s, max turns
+    #: Per HTTP request to the endpoint (the OpenAI policy); a request that takes longer is retried.
+    request_timeout_s: float = 600.0
+    #: Retries of the OpenAI policy (Python API only; ``None`` is ``RetryPolicy()``'s defaults).
+    retry: Any = None
     max_concurrent: int = 32
     repeats: int = 1
     system_prompt: str | None = None
@@ -116,14 +130,16 @@ class EvalConfig:
             raise ConfigError(f"--repeats must be at least 1, got {self.repeats}")
         if self.limit is not None and self.limit < 0:
             raise ConfigError(f"--limit must be >= 0, got {self.limit}")
-        if self.shard is not None:
+        if self.shard is not None:  # the one range check of a shard (parse_shard only parses the text)
             index, count = self.shard
             if count < 1 or not 0 <= index < count:
                 raise ConfigError(f"--shard i/n needs 0 <= i < n, got {index}/{count}")
+        if not self.request_timeout_s > 0:
+            raise ConfigError(f"--request-timeout must be positive, got {self.request_timeout_s}")
 
     def public(self) -> dict:
         """The config as written into every result line: no API key, header names but not their values."""
-        limits = attrs.asdict(self.limits) if attrs.has(type(self.limits)) else dict(vars(self.limits))
+        limits = attrs.asdict(self.limits)
         return {
             "dataset_path": str(self.dataset_path),
             "policy": self.policy_kind(),
@@ -133,6 +149,7 @@ class EvalConfig:
             "api_extra_params": self.api_extra_params,
             "verify_kwargs": self.verify_kwargs,
             "limits": limits,
+            "request_timeout_s": self.request_timeout_s,
             "max_concurrent": self.max_concurrent,
             "repeats": self.repeats,
             "system_prompt": self.system_prompt,
@@ -145,18 +162,106 @@ class EvalConfig:
         }
 
     def policy_kind(self) -> str:
+        # the same rule as policies.make_policy (which exposes no function for it): reference unless a URL is given
         return self.policy or ("reference" if self.api_url is None else "openai")
+
+    def secrets(self) -> list[str]:
+        """Every credential this config sends: the API key in use and the extra-header values (see :class:`Redactor`)."""
+        key = self.api_key if self.api_key is not None else os.environ.get("OPENAI_API_KEY")
+        return [key or "", *self.api_extra_headers.values()]
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """``"i/n"`` → ``(i, n)`` with ``0 <= i < n``."""
+    """``"i/n"`` → ``(i, n)``; the range is checked by :class:`EvalConfig`."""
     try:
         index, count = (int(part) for part in text.split("/"))
     except ValueError:
         raise ConfigError(f'--shard must look like "i/n" (e.g. 0/4), got {text!r}') from None
-    if count < 1 or not 0 <= index < count:
-        raise ConfigError(f"--shard i/n needs 0 <= i < n, got {text!r}")
     return index, count
+
+
+class Redactor:
+    """Masks secrets in text, in JSON-like data and in log records.
+
+    Each secret is masked whole and, for an ``Authorization``-style value such as ``"Bearer sk-..."``, also its part
+    after the scheme word. Empty strings, the placeholder ``EMPTY`` and values shorter than :attr:`MIN_LENGTH`
+    characters are left alone: masking a header value like ``"on"`` everywhere would garble the results, and such
+    short values are not credentials.
+    """
+
+    MIN_LENGTH = 6
+    MASK = "[redacted]"
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        found: set[str] = set()
+        for secret in secrets:
+            if not isinstance(secret, str):
+                continue
+            secret = secret.strip()
+            for candidate in (secret, secret.split()[-1] if secret.split() else ""):
+                if len(candidate) >= self.MIN_LENGTH and candidate != "EMPTY":
+                    found.add(candidate)
+        # longest first, so "Bearer sk-x" is masked whole before "sk-x" would leave "Bearer " behind
+        self.secrets = sorted(found, key=len, reverse=True)
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets)
+
+    def text(self, value: str) -> str:
+        for secret in self.secrets:
+            if secret in value:
+                value = value.replace(secret, self.MASK)
+        return value
+
+    def data(self, value: Any) -> Any:
+        """``value`` with every string value masked (keys are the schema's and stay); containers are copied."""
+        if not self.secrets:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {key: self.data(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.data(item) for item in value]
+        return value
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """A :class:`logging.Filter`: the message and any traceback of ``record`` masked in place."""
+        if self.secrets:
+            message = record.getMessage()
+            masked = self.text(message)
+            if masked != message:
+                record.msg, record.args = masked, None
+            if record.exc_info:
+                record.exc_text = self.text(logging.Formatter().formatException(record.exc_info))
+                record.exc_info = None
+            elif record.exc_text:
+                record.exc_text = self.text(record.exc_text)
+            if record.stack_info:
+                record.stack_info = self.text(record.stack_info)
+        return True
+
+
+class _MaskedLogs:
+    """Installs a :class:`Redactor` on the handlers of the root and ``bootcamp_core`` loggers while a run lasts, so
+    no log line of the engine, the retries or a plugin shows a secret."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self.handlers: list[logging.Handler] = []
+
+    def __enter__(self) -> _MaskedLogs:
+        if self.redactor:
+            for name in (None, "bootcamp_core"):
+                for handler in logging.getLogger(name).handlers:
+                    if handler not in self.handlers:
+                        handler.addFilter(self.redactor)
+                        self.handlers.append(handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for handler in self.handlers:
+            handler.removeFilter(self.redactor)
 
 
 # ------------------------------------------------------------------------------------------------- datasets
@@ -317,6 +422,8 @@ class ChatTemplate:
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
         directory = Path(directory)
+        if not directory.is_dir():
+            raise ConfigError(f"--tokenizer-path {directory}: no such directory")
         config_path = directory / "tokenizer_config.json"
         config: dict = {}
         if config_path.is_file():
@@ -370,25 +477,24 @@ class ResultsWriter:
     Writes are serialized by a lock, so threads (``anyio.to_thread``) may call :meth:`write_line` concurrently.
     """
 
-    def __init__(self, path: str | os.PathLike, *, redact: Iterable[str] = ()) -> None:
+    def __init__(self, path: str | os.PathLike, *, redact: Iterable[str] | Redactor = ()) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._handle = open(self.path, "a", encoding="utf-8", newline="\n")
         self._lock = threading.Lock()
         # secrets that must never reach the file, even if some plugin or error message echoes them
-        self._redact = [secret for secret in redact if secret and len(secret) >= 4 and secret != "EMPTY"]
+        self._redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
         self.count = 0
 
     def line_for(self, result: EpisodeResult) -> str:
-        data = result.to_dict()
+        # masked in the data, not the JSON text: a secret with quotes or non-ASCII is escaped differently in JSON
+        data = self._redactor.data(result.to_dict())
         try:
-            line = dumps(data)
+            return dumps(data)
         except (TypeError, ValueError):  # a plugin put something unserialisable in metrics: keep it as text
             line = json.dumps(data, ensure_ascii=False, default=repr).translate(
                 str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}))
-        for secret in self._redact:
-            line = line.replace(secret, "[redacted]")
-        return line
+            return self._redactor.text(line)
 
     def write_line(self, line: str) -> None:
         with self._lock:
@@ -439,13 +545,16 @@ def prepare_resume(path: str | os.PathLike) -> tuple[set[str], dict]:
     Returns the keys of the episodes kept (to skip) and counts ``{"kept", "infrastructure", "unreadable",
     "duplicates"}``.
     """
-    from bootcamp_core.rollout import episode_id
-
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"--resume-from-result-path {path}: no such file")
-    finished: set[str] = set()
     counts = {"kept": 0, "infrastructure": 0, "unreadable": 0, "duplicates": 0}
+    if not path.exists():
+        # the first run of a script that always resumes: nothing finished yet; the file is created here
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        return set(), counts
+    if not path.is_file():
+        raise ConfigError(f"--resume-from-result-path {path}: not a file")
+    finished: set[str] = set()
     with open(path, encoding="utf-8") as source, AtomicFile(path) as target:
         for line in source:
             if not line.strip():
@@ -597,6 +706,7 @@ def summarize(lines: Iterable[dict], *, examples: list | None = None) -> dict:
     if examples is not None:
         examples.extend((failed + solved)[:REPORT_EXAMPLES])
     return {
+        "pass_at_k_definition": PASS_AT_K_DEFINITION,
         "overall": overall.to_dict(),
         "groups": [
             {"data_source": source, "generator": generator, **group.to_dict()}
@@ -755,9 +865,41 @@ async def evaluate(config: EvalConfig, *, registry: Any = None, policy: Any = No
     resolve, and the policy (reference agents exist / one request to the endpoint); it writes nothing and returns
     ``{"dry_run": True, "records", "episodes", "generators"}``.
     """
+    redactor = Redactor(config.secrets())
+    with _MaskedLogs(redactor):
+        try:
+            return await _evaluate(config, registry, policy, progress, redactor)
+        except BootcampError as error:
+            # a server may echo a credential into an error message, which the CLI prints
+            message = redactor.text(str(error))
+            if message == str(error):
+                raise
+            try:
+                masked = type(error)(message)
+            except TypeError:  # a subclass with another constructor
+                masked = BootcampError(message)
+            raise masked from None
+
+
+async def _make_policy(config: EvalConfig, registry: Any) -> Any:
+    """The policy the config describes; make_policy owns the rules (default kind, required flags, key from env)."""
+    from bootcamp_core.policies import OpenAIPolicy, make_policy
+
+    policy = make_policy(config.policy, api_url=config.api_url, api_key=config.api_key, api_model=config.api_model,
+                         extra_headers=config.api_extra_headers, extra_params=config.api_extra_params,
+                         registry=registry)
+    if isinstance(policy, OpenAIPolicy) and (policy.request_timeout_s != config.request_timeout_s
+                                             or config.retry is not None):
+        # make_policy takes no timeout or retry policy: the same endpoint again with ours (the client is unused yet)
+        await policy.aclose()
+        policy = OpenAIPolicy(api_url=policy.api_url, model=policy.model, api_key=config.api_key,
+                              extra_headers=config.api_extra_headers, extra_params=config.api_extra_params,
+                              retry=config.retry, request_timeout_s=config.request_timeout_s)
+    return policy
+
+
+async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bool, redactor: Redactor) -> dict:
     from bootcamp_core.plugins import get_registry
-    from bootcamp_core.policies import make_policy
-    from bootcamp_core.rollout import episode_id, run_episode
 
     registry = registry or get_registry()
     keep = registry_filter(config.bootcamp_registry, registry) if config.bootcamp_registry else None
@@ -792,9 +934,7 @@ async def evaluate(config: EvalConfig, *, registry: Any = None, policy: Any = No
 
     own_policy = policy is None
     if own_policy:
-        policy = make_policy(config.policy, api_url=config.api_url, api_key=config.api_key,
-                             api_model=config.api_model, extra_headers=config.api_extra_headers,
-                             extra_params=config.api_extra_params, registry=registry)
+        policy = await _make_policy(config, registry)
     try:
         if config.dry_run:
             await _check_policy(policy, list(representatives.values()))
@@ -803,15 +943,14 @@ async def evaluate(config: EvalConfig, *, registry: Any = None, policy: Any = No
 
         if isinstance(policy, ReferencePolicy):  # a generator without a reference agent fails before any episode
             policy.check(list(representatives.values()))
-        return await _run(config, registry, policy, components, template, selected, count, progress,
-                          episode_id, run_episode)
+        return await _run(config, registry, policy, components, template, selected, count, progress, redactor)
     finally:
         if own_policy and hasattr(policy, "aclose"):
             await policy.aclose()
 
 
-async def _run(config, registry, policy, components, template, selected, count, progress, episode_id, run_episode
-               ) -> dict:
+async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict, template: ChatTemplate | None,
+               selected: Any, count: int, progress: bool, redactor: Redactor) -> dict:
     output_dir = config.output_dir
     output_dir.mkdir(parents=True, exist_ok=True)
     if config.resume_from is not None:
@@ -827,13 +966,16 @@ async def _run(config, registry, policy, components, template, selected, count, 
             )
         results_path.write_text("", encoding="utf-8")
         finished = set()
+    # written again at the end; until then none may disagree with the results file (a killed run leaves none)
+    for name in (SUMMARY_JSON, SUMMARY_CSV, REPORT_NAME):
+        (output_dir / name).unlink(missing_ok=True)
     public = config.public()
     public["component_config"] = components  # rescoring builds the reward with the same config
     public["started_at"] = datetime.now(timezone.utc).isoformat()
-    total = count * config.repeats - _finished_among(selected, finished, config.repeats, episode_id)
+    total = count * config.repeats - _finished_among(selected, finished, config.repeats)
     stats = _Stats(total)
 
-    writer = ResultsWriter(results_path, redact=[config.api_key or ""])
+    writer = ResultsWriter(results_path, redact=redactor)
     send, receive = anyio.create_memory_object_stream[tuple[dict, int, str]](config.max_concurrent)
 
     async def produce() -> None:
@@ -851,7 +993,7 @@ async def _run(config, registry, policy, components, template, selected, count, 
                     result = await run_episode(
                         record, policy, registry=registry, limits=config.limits, system_prompt=config.system_prompt,
                         verify_kwargs=dict(config.verify_kwargs), component_config=components, repeat=repeat,
-                        evaluation_config=public,
+                        evaluation_config=public, episode_key=key,
                     )
                 except Exception as error:  # run_episode reports failures itself; this is the last line of defence
                     logger.warning("episode %s crashed: %s: %s", key, type(error).__name__, error)
@@ -883,7 +1025,7 @@ async def _run(config, registry, policy, components, template, selected, count, 
     examples: list = []
     summary = summarize_file(results_path, examples=examples)
     summary["results_path"] = str(results_path)
-    summary["evaluation_config"] = public
+    summary["evaluation_config"] = redactor.data(public)
     summary["this_run"] = {"episodes": stats.done, "infrastructure_errors": stats.errors,
                            "skipped_as_finished": count * config.repeats - total,
                            "duration_s": round(time.monotonic() - stats.started, 3)}
@@ -891,7 +1033,7 @@ async def _run(config, registry, policy, components, template, selected, count, 
     return summary
 
 
-def _finished_among(selected, finished: set[str], repeats: int, episode_id) -> int:
+def _finished_among(selected: Any, finished: set[str], repeats: int) -> int:
     if not finished:
         return 0
     return sum(episode_id(record, repeat) in finished for _, record in selected() for repeat in range(repeats))

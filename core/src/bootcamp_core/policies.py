@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bootcamp_core.errors import ConfigError, InfrastructureError
+from bootcamp_core.errors import ConfigError, InfrastructureError, ModelError
 from bootcamp_core.plugins import Registry, get_registry
 from bootcamp_core.records import GeneratedSample
 from bootcamp_core.retry import RetryableError, RetryPolicy, retry_after_seconds, with_retries
@@ -35,6 +35,9 @@ __all__ = [
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 #: Connections per HTTP client of :class:`OpenAIPolicy` (see there why there are several).
 CONNECTIONS_PER_CLIENT = 64
+#: HTTP statuses that reject the request itself, deterministically (400 bad request, 413 too large, 422 e.g. "maximum
+#: context length exceeded"): a :class:`ModelError` that ends the episode as scored, never retried or resumed.
+MODEL_ERROR_STATUSES = frozenset({400, 413, 422})
 
 
 def normalize_api_url(url: str) -> str:
@@ -159,15 +162,30 @@ class OpenAIPolicy:
     def __repr__(self) -> str:  # never the key
         return f"OpenAIPolicy(api_url={self.api_url!r}, model={self.model!r})"
 
-    def _describe(self, error: BaseException) -> str:
-        """An error as text for logs and results, with the API key masked wherever a server echoed it."""
-        status = getattr(error, "status_code", None)
-        text = f"HTTP {status} from {self.api_url}: {getattr(error, 'message', error)}" if status else (
-            f"{type(error).__name__} talking to {self.api_url}: {error}"
-        )
+    def _mask(self, text: str) -> str:
+        """``text`` with the API key masked wherever a server echoed it."""
         if self._api_key and self._api_key != "EMPTY":
             text = text.replace(self._api_key, "***")
         return text
+
+    def _subject(self, error: BaseException) -> str:
+        """What failed, e.g. ``HTTP 500 from http://host/v1`` (the retry layer adds the attempts after it)."""
+        status = getattr(error, "status_code", None)
+        return self._mask(f"HTTP {status} from {self.api_url}" if status else (
+            f"{type(error).__name__} talking to {self.api_url}"
+        ))
+
+    def _detail(self, error: BaseException) -> str:
+        """Why, once: the server's own error message, not the SDK's ``Error code: 500 - ...`` restatement of it."""
+        body = getattr(error, "body", None)
+        detail = body.get("message") if isinstance(body, dict) else body if isinstance(body, str) else None
+        if not isinstance(detail, str) or not detail.strip():
+            detail = str(getattr(error, "message", None) or error)
+        return self._mask(detail)
+
+    def _describe(self, error: BaseException) -> str:
+        """An error as text for logs and results, with the API key masked wherever a server echoed it."""
+        return f"{self._subject(error)}: {self._detail(error)}"
 
     async def _request(self, **kwargs: Any) -> Any:
         import openai
@@ -177,20 +195,34 @@ class OpenAIPolicy:
         try:
             return await self._clients[index].chat.completions.create(**kwargs)
         except openai.APIStatusError as error:
-            if error.status_code == 429 or error.status_code >= 500 or error.status_code == 408:
+            status = error.status_code
+            if status == 429 or status >= 500 or status == 408:
                 raise RetryableError(
-                    self._describe(error), retry_after=retry_after_seconds(error.response.headers)
+                    self._describe(error), retry_after=retry_after_seconds(error.response.headers),
+                    subject=self._subject(error), detail=self._detail(error),
                 ) from None
+            if status in MODEL_ERROR_STATUSES:
+                # The request itself is what the server refuses (too long a context, a malformed turn): the same
+                # request gets the same answer, so this is the model's episode ending, not a failure to resume.
+                raise ModelError(self._describe(error)) from None
+            # 401/403/404 and the rest: a wrong key, model or URL, which needs the user, not a retry
             raise InfrastructureError(self._describe(error)) from None
         except openai.APIConnectionError as error:  # refused, reset, timed out
-            raise RetryableError(self._describe(error)) from None
+            raise RetryableError(
+                self._describe(error), subject=self._subject(error), detail=self._detail(error)
+            ) from None
         finally:
             self._in_flight[index] -= 1
 
     async def __call__(
         self, messages: list[dict], tools: list[dict], record: GeneratedSample, rng: random.Random
     ) -> PolicyTurn:
-        """One chat completion, retried on infrastructure failures; the answer as an assistant message."""
+        """One chat completion, retried on infrastructure failures; the answer as an assistant message.
+
+        Raises :class:`InfrastructureError` when the endpoint keeps failing (connection, timeout, 429, 5xx after the
+        retries; 401/403/404 and other 4xx at once) and :class:`ModelError` when it rejects the request itself
+        (:data:`MODEL_ERROR_STATUSES`), which no retry or resume can change.
+        """
         kwargs: dict[str, Any] = {"model": self.model, "messages": _outgoing(messages)}
         if tools:
             kwargs["tools"] = tools

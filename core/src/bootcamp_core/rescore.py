@@ -10,12 +10,18 @@ Lines that are infrastructure failures (``success`` false) were never scored and
 input names no installed reward (reported as skipped). Output: ``<stem>_rescored.jsonl`` next to the input, or
 ``output``, or the input itself with ``in_place`` — always written atomically (a temporary file renamed into place),
 so an interrupted re-score never leaves a half-written file.
+
+With ``in_place``, the evaluation's summary.json, summary.csv and report.html beside the results file (when any of
+them is there, and the summary names this results file or none) are written again from the re-scored lines, so
+they never disagree with it; the rest of the old summary (``evaluation_config``, ``this_run``) is kept, and
+``rescored_at`` added.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +32,8 @@ from bootcamp_core.recordio import AtomicFile, dumps
 from bootcamp_core.records import GeneratedSample
 from bootcamp_core.rollout import jsonable, score_trajectory
 
-__all__ = ["RescoreChange", "RescoreReport", "rescore_results", "rescore_line", "default_output_path"]
+__all__ = ["RescoreChange", "RescoreReport", "rescore_results", "rescore_line", "default_output_path",
+           "refresh_summary"]
 
 
 @attrs.frozen(kw_only=True)
@@ -56,6 +63,8 @@ class RescoreReport:
     skipped: list[tuple[int, str]] = attrs.field(factory=list)
     score_sum_before: float = 0.0
     score_sum_after: float = 0.0
+    #: The summary.json rewritten beside an in-place re-scored file, if any.
+    summary_path: Path | None = None
 
     @property
     def mean_before(self) -> float:
@@ -78,6 +87,7 @@ class RescoreReport:
             "mean_score_before": self.mean_before,
             "mean_score_after": self.mean_after,
             "changes": [attrs.asdict(change) for change in self.changes],
+            "summary_path": str(self.summary_path) if self.summary_path else None,
         }
 
 
@@ -169,7 +179,40 @@ def rescore_results(
             if verify_kwargs is not None:
                 data["evaluation_config"] = {**(data.get("evaluation_config") or {}), "verify_kwargs": verify_kwargs}
             sink.write(dumps(data) + "\n")
+    if in_place:
+        report.summary_path = refresh_summary(target, verify_kwargs=verify_kwargs)
     return report
+
+
+def refresh_summary(results: str | os.PathLike, *, verify_kwargs: dict | None = None) -> Path | None:
+    """Rewrite summary.json, summary.csv and report.html beside ``results`` from its lines, when any of them is
+    there; returns the summary.json path, or ``None`` when there was nothing to refresh (or it belongs to another
+    results file)."""
+    from bootcamp_core.evaluate import REPORT_NAME, SUMMARY_CSV, SUMMARY_JSON, summarize_file, write_summary
+
+    results = Path(results)
+    directory = results.parent
+    if not any((directory / name).exists() for name in (SUMMARY_JSON, SUMMARY_CSV, REPORT_NAME)):
+        return None
+    try:
+        old = json.loads((directory / SUMMARY_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # missing or unreadable: rebuilt from the results alone
+        old = {}
+    if not isinstance(old, dict):
+        old = {}
+    named = old.get("results_path")
+    if isinstance(named, str) and Path(named).resolve() != results.resolve():
+        return None  # the summary of another results file (resumed elsewhere) is not ours to rewrite
+    examples: list = []
+    summary = {key: value for key, value in old.items() if key not in ("overall", "groups")}
+    summary.update(summarize_file(results, examples=examples))
+    summary["results_path"] = named if isinstance(named, str) else str(results)
+    config = summary.get("evaluation_config")
+    if verify_kwargs is not None and isinstance(config, dict):
+        summary["evaluation_config"] = {**config, "verify_kwargs": verify_kwargs}
+    summary["rescored_at"] = datetime.now(timezone.utc).isoformat()
+    write_summary(directory, summary, examples)
+    return directory / SUMMARY_JSON
 
 
 def _score(value: Any) -> float:

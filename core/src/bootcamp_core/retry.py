@@ -42,9 +42,14 @@ class RetryPolicy:
 class RetryableError(InfrastructureError):
     """An infrastructure failure worth retrying; ``retry_after`` is the server's ``Retry-After`` in seconds."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: float | None = None, subject: str | None = None,
+                 detail: str | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        #: what failed and why (``HTTP 500 from URL``, ``scripted error``), when the raiser knows them apart: the
+        #: final error then reads ``<subject> after N attempts: <detail>``, each part said once
+        self.subject = subject
+        self.detail = detail
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -109,6 +114,11 @@ async def with_retries(
     """
     retry = retry or RetryPolicy()
     rng = rng or random.Random()
+
+    def text(error: BaseException) -> str:
+        # our own errors are already described (and masked) by whoever raised them: describing again repeats them
+        return str(error) if isinstance(error, (ModelError, InfrastructureError)) else describe(error)
+
     for attempt in range(retry.attempts):
         try:
             return await call()
@@ -129,10 +139,11 @@ async def with_retries(
             delay = max(delay, min(server_delay, retry.max_s))
         logger.info(
             "%s failed (attempt %d/%d): %s; retrying in %.3f s%s",
-            what, attempt + 1, retry.attempts, describe(last), delay,
+            what, attempt + 1, retry.attempts, text(last), delay,
             f" (Retry-After {server_delay:g} s)" if server_delay is not None else "",
         )
         await anyio.sleep(delay)
-    raise InfrastructureError(
-        f"{what} failed after {retry.attempts} attempt{'s' if retry.attempts != 1 else ''}: {describe(last)}"
-    ) from last
+    attempts = f"{retry.attempts} attempt{'s' if retry.attempts != 1 else ''}"
+    if isinstance(last, RetryableError) and last.subject and last.detail is not None:
+        raise InfrastructureError(f"{last.subject} after {attempts}: {last.detail}") from last
+    raise InfrastructureError(f"{what} failed after {attempts}: {text(last)}") from last

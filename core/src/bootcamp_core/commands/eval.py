@@ -32,6 +32,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _add(parser, "--max-assistant-turns", type=int, default=10, metavar="N", help="per episode (default: 10)")
     _add(parser, "--max-user-turns", type=int, default=20, metavar="N",
          help="tool messages and interaction replies per episode (default: 20)")
+    parser.add_argument("--episode-timeout", type=float, default=600.0, metavar="SECONDS",
+                        help="wall-clock limit of one episode; past it the episode ends as an infrastructure failure "
+                        "(finish_reason episode_timeout) (default: 600)")
+    parser.add_argument("--tool-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="limit of one tool call; past it the call is a model error the model sees (default: 60)")
+    parser.add_argument("--request-timeout", type=float, default=600.0, metavar="SECONDS",
+                        help="limit of one HTTP request to --api-url; a timed-out request is retried (default: 600)")
     _add(parser, "--max-concurrent", type=int, default=32, metavar="N", help="episodes at once (default: 32)")
     parser.add_argument("--repeats", type=int, default=1, metavar="K", help="episodes per record, for pass@k (default: 1)")
     _add(parser, "--system-prompt", metavar="TEXT", help="a system message before every prompt")
@@ -39,7 +46,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--shard", metavar="i/n", default=None,
                         help="only records whose position in the file is i modulo n (0 <= i < n)")
     _add(parser, "--resume-from-result-path", metavar="PATH",
-         help="continue a results.jsonl: drop its infrastructure failures, skip finished episodes, append the rest")
+         help="continue a results.jsonl: drop its infrastructure failures, skip finished episodes, append the rest "
+         "(a path that does not exist yet starts it empty)")
     _add(parser, "--tool-config", metavar="PATH", help="tool config YAML: constructor config per tool")
     _add(parser, "--interaction-config", metavar="PATH", help="interaction config YAML: constructor config per interaction")
     _add(parser, "--bootcamp-registry", metavar="PATH",
@@ -68,11 +76,15 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--dataset-path is required: the records to evaluate (.jsonl, .json or .parquet)")
     verify_kwargs = json_object_flag(args.verify_correction_kwargs, "--verify-correction-kwargs")
     verify_kwargs = verify_kwargs or {}
-    if args.policy == "openai" and not args.api_url:
-        raise ConfigError("--policy openai needs --api-url")
     if args.verbose:
         logging.getLogger("bootcamp_core").setLevel(logging.INFO)
-    limits = RolloutLimits(max_assistant_turns=args.max_assistant_turns, max_user_turns=args.max_user_turns)
+    for flag, value in (("--episode-timeout", args.episode_timeout), ("--tool-timeout", args.tool_timeout),
+                        ("--request-timeout", args.request_timeout), ("--max-assistant-turns", args.max_assistant_turns),
+                        ("--max-user-turns", args.max_user_turns)):
+        if not value > 0:  # RolloutLimits would say so too, but in its own field names
+            raise ConfigError(f"{flag} must be positive, got {value:g}")
+    limits = RolloutLimits(max_assistant_turns=args.max_assistant_turns, max_user_turns=args.max_user_turns,
+                           tool_timeout_s=args.tool_timeout, episode_timeout_s=args.episode_timeout)
     config = EvalConfig(
         dataset_path=Path(args.dataset_path),
         output_dir=Path(args.output_dir),
@@ -84,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         api_extra_params=parse_extra_params(args.api_extra_params),
         verify_kwargs=verify_kwargs,
         limits=limits,
+        request_timeout_s=args.request_timeout,
         max_concurrent=args.max_concurrent,
         repeats=args.repeats,
         system_prompt=args.system_prompt,

@@ -1,7 +1,7 @@
 """``bootcamp rescore RESULTS``: recompute the scores of saved trajectories with the installed rewards, calling no
 model, and report what changed (a thin wrapper over :func:`bootcamp_core.rescore.rescore_results`). Writes
 ``<RESULTS stem>_rescored.jsonl`` beside the input unless ``--output`` or ``--in-place`` says otherwise; every write
-is atomic."""
+is atomic. With ``--in-place``, summary.json, summary.csv and report.html beside RESULTS are rewritten too."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("results", metavar="RESULTS", help="a results.jsonl written by `bootcamp eval`")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--output", "-o", metavar="PATH", help="where the re-scored lines go")
-    _add(target, "--in-place", action="store_true", help="replace RESULTS (atomically)")
+    _add(target, "--in-place", action="store_true", help="replace RESULTS (atomically) and rewrite the summary.json, summary.csv and report.html beside it")
     _add(parser, "--verify-correction-kwargs", metavar="JSON",
          help="JSON object for the rewards, replacing the kwargs saved in each line")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -49,4 +49,6 @@ def run(args: argparse.Namespace) -> int:
     for line, reason in report.skipped[: args.show]:
         print(f"  skipped line {line}: {reason}")
     print(f"wrote {report.output_path}")
+    if report.summary_path is not None:
+        print(f"rewrote {report.summary_path} (and summary.csv, report.html)")
     return 0
