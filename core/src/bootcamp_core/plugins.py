@@ -361,7 +361,7 @@ class Registry:
         """The shared instance for (id, config): built once per process, reused by every episode."""
         component_id = self.resolve(kind, ref, namespace)
         config = dict(config or {})
-        key = (kind, component_id, _config_key(config))
+        key = (kind, component_id, _config_key(config) if config else "")
         with self._lock:
             instance = self._instances.get(key)
             if instance is None:

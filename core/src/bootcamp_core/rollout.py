@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import copy
 import hashlib
+import itertools
 import json
 import logging
 import marshal
@@ -137,6 +138,15 @@ def _copy_slow(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return copy.deepcopy(value)
+
+
+_INSTANCE_PREFIX = uuid.uuid4().hex[:20]
+_instance_numbers = itertools.count()
+
+
+def _new_instance_id() -> str:
+    """A unique instance id: a random prefix per process plus a counter (uuid4 per episode costs a syscall)."""
+    return f"{_INSTANCE_PREFIX}{next(_instance_numbers):012x}"
 
 
 def message_text(content: Any) -> str:
@@ -551,7 +561,7 @@ async def run_episode(
 
     messages: list[dict] = [{"role": "system", "content": system_prompt}] if system_prompt is not None else []
     messages.extend(dict(message) for message in sample.prompt)  # the prompt entries stay as in ``input``
-    episode = _Episode(instance_id=uuid.uuid4().hex, tools=tools, messages=messages)
+    episode = _Episode(instance_id=_new_instance_id(), tools=tools, messages=messages)
     created: list[Any] = []
     started_interaction = False
     infrastructure: str | None = None
