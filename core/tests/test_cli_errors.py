@@ -51,7 +51,8 @@ def test_sigterm_removes_unfinished_files_and_keeps_finished_ones(tmp_path: Path
             time.sleep(0.05)
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=120)
-        assert process.returncode == 130, stderr
+        # 130, or death by SIGINT when the interrupt is re-raised at interpreter exit: both say "interrupted"
+        assert process.returncode in (130, -signal.SIGINT), stderr
         assert "interrupted" in stderr and "Traceback" not in stderr
         assert sorted(path.name for path in out.iterdir()) == ["example_train.jsonl"]
         assert finished.read_text() == "an earlier, complete file\n"

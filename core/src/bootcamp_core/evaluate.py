@@ -51,7 +51,7 @@ import anyio
 import attrs
 
 from bootcamp_core.errors import BootcampError, ConfigError
-from bootcamp_core.recordio import AtomicFile, dumps, read_parquet
+from bootcamp_core.recordio import AtomicFile, dumps, read_jsonl, read_parquet
 from bootcamp_core.records import EpisodeResult, GeneratedSample, normalize_record
 from bootcamp_core.rollout import RolloutLimits, episode_id, run_episode
 
@@ -301,17 +301,10 @@ def _read_json_records(path: Path) -> Iterator[dict]:
                 raise ConfigError(f"{path}: element {number} of the array is not a JSON object")
             yield normalize_record(record)
         return
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ConfigError(f"{path}:{number}: not valid JSON ({error.msg}, column {error.colno})") from None
-            if not isinstance(record, dict):
-                raise ConfigError(f"{path}:{number}: expected a JSON object")
-            yield normalize_record(record)
+    try:
+        yield from read_jsonl(path)
+    except ValueError as error:  # names the file and line already
+        raise ConfigError(str(error)) from None
 
 
 def select_records(

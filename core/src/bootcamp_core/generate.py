@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import random
 import shutil
+import signal
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
@@ -388,6 +389,30 @@ def _write_range(
 _pool_registry: Registry | None = None
 
 
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Delay SIGINT and SIGTERM for the block (where the platform can), delivering them after it."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _worker_signals() -> None:
+    """In a pool worker: Ctrl-C is the parent's to handle (it stops the pool); SIGTERM ends the worker at once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _INTERRUPTS)
+
+
 def _write_range_job(args: tuple) -> tuple[int, int]:
     """Pool entry point: (config number, split, start, stop, part paths...) → (config number, rows written)."""
     number, config, split, start, stop, jsonl_path, parquet_path = args
@@ -490,7 +515,6 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
                       registry=None) -> None:
     global _pool_registry
     parts_dir = output_dir / f".parts-{os.getpid()}"
-    parts_dir.mkdir(exist_ok=True)
     jobs: dict[int, list[tuple]] = {}
     for number in runnable:
         config = configs[number]
@@ -506,15 +530,21 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
                 )
     _pool_registry = registry
     try:
+        parts_dir.mkdir(exist_ok=True)  # inside the try: an interrupt from here on removes it again
         # fork: workers inherit the loaded plugins (and a registry passed in) instead of loading them again
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork") if "fork" in methods else None
         # frozen objects are skipped by the children's garbage collector, which would otherwise touch (and so copy)
         # every page of the parent's heap
         gc.freeze()
-        pool = ProcessPoolExecutor(max_workers=max_workers, mp_context=context)
+        # Ctrl-C / SIGTERM must not land while a worker is being forked (an interrupt inside fork's handlers
+        # leaves a broken pool that never finishes): hold them until every worker exists; one that arrived
+        # meanwhile is raised as the block ends, inside the try, so the pool is still shut down
+        pool = None
         try:
-            futures = {pool.submit(_write_range_job, job): job for number in jobs for job in jobs[number]}
+            with _signals_held():
+                pool = ProcessPoolExecutor(max_workers=max_workers, mp_context=context, initializer=_worker_signals)
+                futures = {pool.submit(_write_range_job, job): job for number in jobs for job in jobs[number]}
             failed: set[int] = set()
             pending = set(futures)
             while pending:
@@ -535,7 +565,8 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
                         raise error
         finally:
             # an error or an interrupt: chunks not started never start; running ones finish, then all is removed
-            pool.shutdown(wait=True, cancel_futures=True)
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
         for number in runnable:
             if reports[number].error:
                 continue

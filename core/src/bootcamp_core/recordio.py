@@ -106,6 +106,8 @@ def read_jsonl(path: str | os.PathLike) -> Iterator[dict]:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
                 raise ValueError(f"{path}:{number}: not valid JSON ({error.msg}, column {error.colno})") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}:{number}: expected a JSON object")
             yield normalize_record(record)
 
 
