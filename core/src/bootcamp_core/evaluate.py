@@ -162,8 +162,9 @@ class EvalConfig:
         }
 
     def policy_kind(self) -> str:
-        # the same rule as policies.make_policy (which exposes no function for it): reference unless a URL is given
-        return self.policy or ("reference" if self.api_url is None else "openai")
+        from bootcamp_core.policies import policy_kind
+
+        return policy_kind(self.policy, self.api_url)
 
     def secrets(self) -> list[str]:
         """Every credential this config sends: the API key in use and the extra-header values (see :class:`Redactor`)."""
@@ -876,19 +877,11 @@ async def evaluate(config: EvalConfig, *, registry: Any = None, policy: Any = No
 
 async def _make_policy(config: EvalConfig, registry: Any) -> Any:
     """The policy the config describes; make_policy owns the rules (default kind, required flags, key from env)."""
-    from bootcamp_core.policies import OpenAIPolicy, make_policy
+    from bootcamp_core.policies import make_policy
 
-    policy = make_policy(config.policy, api_url=config.api_url, api_key=config.api_key, api_model=config.api_model,
-                         extra_headers=config.api_extra_headers, extra_params=config.api_extra_params,
-                         registry=registry)
-    if isinstance(policy, OpenAIPolicy) and (policy.request_timeout_s != config.request_timeout_s
-                                             or config.retry is not None):
-        # make_policy takes no timeout or retry policy: the same endpoint again with ours (the client is unused yet)
-        await policy.aclose()
-        policy = OpenAIPolicy(api_url=policy.api_url, model=policy.model, api_key=config.api_key,
-                              extra_headers=config.api_extra_headers, extra_params=config.api_extra_params,
-                              retry=config.retry, request_timeout_s=config.request_timeout_s)
-    return policy
+    return make_policy(config.policy, api_url=config.api_url, api_key=config.api_key, api_model=config.api_model,
+                       extra_headers=config.api_extra_headers, extra_params=config.api_extra_params,
+                       registry=registry, retry=config.retry, request_timeout_s=config.request_timeout_s)
 
 
 async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bool, redactor: Redactor) -> dict:

@@ -320,6 +320,11 @@ class ReferencePolicy:
         """Nothing to close; here so every policy can be closed the same way."""
 
 
+def policy_kind(kind: str | None, api_url: str | None) -> str:
+    """The policy ``--policy`` means: as given, else ``reference`` when no ``api_url`` is given, else ``openai``."""
+    return kind or ("reference" if api_url is None else "openai")
+
+
 def make_policy(
     kind: str | None,
     *,
@@ -329,12 +334,14 @@ def make_policy(
     extra_headers: dict | None = None,
     extra_params: dict | None = None,
     registry: Registry | None = None,
+    retry: RetryPolicy | None = None,
+    request_timeout_s: float = 600.0,
 ) -> OpenAIPolicy | ReferencePolicy:
     """``--policy``: ``reference`` or ``openai``; without one, ``reference`` when no ``api_url`` is given.
 
     The key comes from ``api_key``, else ``OPENAI_API_KEY``, else ``EMPTY`` (what local servers expect).
     """
-    kind = kind or ("reference" if api_url is None else "openai")
+    kind = policy_kind(kind, api_url)
     if kind == "reference":
         return ReferencePolicy(registry)
     if kind != "openai":
@@ -344,5 +351,6 @@ def make_policy(
     if not api_model:
         raise ConfigError("--policy openai needs --api-model (the model name the endpoint serves)")
     return OpenAIPolicy(
-        api_url=api_url, model=api_model, api_key=api_key, extra_headers=extra_headers, extra_params=extra_params
+        api_url=api_url, model=api_model, api_key=api_key, extra_headers=extra_headers, extra_params=extra_params,
+        retry=retry, request_timeout_s=request_timeout_s,
     )
