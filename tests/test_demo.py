@@ -8,40 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bootcamp_core.testing import write_distribution
-
-NO_AGENT_HOOKS = """
-from bootcamp_core import TaskGenerator, Reward, hookimpl
-
-class Gen(TaskGenerator):
-    name = "g"
-    reward = "r"
-    def case_generator(self, rng):
-        return {"n": rng.randint(0, 9)}
-    def prompt_func(self, identity, rng):
-        return f"Say {identity['n']}"
-
-class R(Reward):
-    name = "r"
-    def extract_output(self, output):
-        return output.strip() or None
-    def verify_correction(self, extracted, identity, **kwargs):
-        return float(extracted == str(identity["n"]))
-
-@hookimpl
-def bootcamp_register_task_generators(register):
-    register(Gen)
-
-@hookimpl
-def bootcamp_register_rewards(register):
-    register(R)
-"""
-
+from bootcamp_core.testing import MINIMAL_HOOKS, write_distribution
 
 def test_demo_generates_evaluates_reports_and_postprocesses_offline(tmp_path: Path):
     site = tmp_path / "site"
     write_distribution(site, "bootcamp-silent", "0.1", entry_points={"bootcamp": {"silent": "silent_hooks"}},
-                       modules={"silent_hooks.py": NO_AGENT_HOOKS})
+                       modules={"silent_hooks.py": MINIMAL_HOOKS})
     out = tmp_path / "demo"
     env = {**os.environ, "PYTHONPATH": str(site), "OPENAI_API_KEY": "", "BOOTCAMP_STRICT_PLUGINS": "1"}
     result = subprocess.run([sys.executable, "-m", "bootcamp_core.cli", "demo", "--output-dir", str(out),

@@ -23,35 +23,7 @@ from bootcamp_core import (
     hookimpl,
 )
 from bootcamp_core.plugins import Registry
-from bootcamp_core.testing import write_distribution
-
-HOOKS_OK = """
-from bootcamp_core import TaskGenerator, Reward, hookimpl
-
-class Gen(TaskGenerator):
-    name = "g"
-    reward = "r"
-    def case_generator(self, rng):
-        return {"n": rng.randint(0, 9)}
-    def prompt_func(self, identity, rng):
-        return f"Say {identity['n']}"
-
-class R(Reward):
-    name = "r"
-    def extract_output(self, output):
-        return output.strip() or None
-    def verify_correction(self, extracted, identity, **kwargs):
-        return float(extracted == str(identity["n"]))
-
-@hookimpl
-def bootcamp_register_task_generators(register):
-    register(Gen)
-
-@hookimpl
-def bootcamp_register_rewards(register):
-    register(R)
-"""
-
+from bootcamp_core.testing import MINIMAL_HOOKS, write_distribution
 
 def run_cli(*args: str, path: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     environment = {**os.environ, **(env or {})}
@@ -68,7 +40,7 @@ def broken_site(tmp_path: Path) -> Path:
     site = tmp_path / "site"
     marker = tmp_path / "imported"
     write_distribution(site, "bootcamp-good", "2.0", entry_points={"bootcamp": {"good": "good_hooks"}},
-                       modules={"good_hooks.py": HOOKS_OK})
+                       modules={"good_hooks.py": MINIMAL_HOOKS})
     write_distribution(site, "bootcamp-broken", "1.2", entry_points={"bootcamp": {"broken": "broken_hooks"}},
                        modules={"broken_hooks.py": f"open({str(marker)!r}, 'w').close()\nimport no_such_module_xyz\n"})
     write_distribution(site, "bootcamp-typo", "0.3", entry_points={"bootcamp": {"typo": "typo_hooks"}},
@@ -152,7 +124,7 @@ def test_allow_and_block_lists(broken_site: Path, tmp_path: Path):
 def test_namespace_claimed_by_two_distributions_is_a_hard_error_for_that_namespace(tmp_path: Path):
     site = tmp_path / "site"
     write_distribution(site, "bootcamp-one", "1.0", entry_points={"bootcamp": {"same": "good_hooks"}},
-                       modules={"good_hooks.py": HOOKS_OK})
+                       modules={"good_hooks.py": MINIMAL_HOOKS})
     write_distribution(site, "bootcamp-two", "3.1", entry_points={"bootcamp": {"same": "good_hooks"}})
     out = str(tmp_path / "o")
     # strict (our own test runs): every command stops and names both distributions

@@ -35,7 +35,9 @@ import attrs
 from bootcamp_core.config import InstructionConfig, parse_instruction_config
 from bootcamp_core.plugins import Registry
 
-__all__ = ["BootcampConformance", "check_bootcamp", "episode_kwargs", "example_arguments", "write_distribution"]
+__all__ = [
+    "MINIMAL_HOOKS", "BootcampConformance", "check_bootcamp", "episode_kwargs", "example_arguments", "write_distribution",
+]
 
 _GENERATE_IN_A_PROCESS = (
     "import pickle, sys\n"
@@ -345,6 +347,37 @@ def check_bootcamp(namespace: str, pytest_args: list[str] | None = None) -> int:
         command = [sys.executable, "-m", "pytest", str(test_file), "-c", str(root / "pytest.ini"), "--rootdir", folder,
                    "-p", "no:cacheprovider", "-q", *(pytest_args or [])]
         return subprocess.run(command, check=False).returncode
+
+
+#: The source of a smallest working hooks module — one generator (``g``) and its reward (``r``), no tools, no
+#: reference agent — for discovery tests: ``write_distribution(folder, "bootcamp-x",
+#: entry_points={"bootcamp": {"x": "x_hooks"}}, modules={"x_hooks.py": MINIMAL_HOOKS})``.
+MINIMAL_HOOKS = """
+from bootcamp_core import TaskGenerator, Reward, hookimpl
+
+class Gen(TaskGenerator):
+    name = "g"
+    reward = "r"
+    def case_generator(self, rng):
+        return {"n": rng.randint(0, 9)}
+    def prompt_func(self, identity, rng):
+        return f"Say {identity['n']}"
+
+class R(Reward):
+    name = "r"
+    def extract_output(self, output):
+        return output.strip() or None
+    def verify_correction(self, extracted, identity, **kwargs):
+        return float(extracted == str(identity["n"]))
+
+@hookimpl
+def bootcamp_register_task_generators(register):
+    register(Gen)
+
+@hookimpl
+def bootcamp_register_rewards(register):
+    register(R)
+"""
 
 
 def write_distribution(
