@@ -339,8 +339,9 @@ def load_component_config(path: str | os.PathLike, kind: str) -> list[ComponentE
         config = item.get("config") or {}
         if not isinstance(config, Mapping):
             raise ConfigError(f"{path}: {key}[{position}].config must be a mapping")
-        # verl's tool configs carry ``type: native``, a setting of verl's, not of the tool
-        config = {k: v for k, v in config.items() if not (kind == "tool" and k == "type")}
+        # verl's tool configs carry ``type: native``, a setting of verl's, not of the tool; ``type: remote`` (with
+        # ``url``) says the tool runs on a tool server (bootcamp_core.remote)
+        config = {k: v for k, v in config.items() if not (kind == "tool" and k == "type" and v != "remote")}
         entries.append(ComponentEntry(str(item["class_name"]), dict(config), item.get("name")))
     return entries
 

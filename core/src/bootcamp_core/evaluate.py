@@ -50,7 +50,7 @@ from typing import Any
 import anyio
 import attrs
 
-from bootcamp_core.errors import BootcampError, ConfigError
+from bootcamp_core.errors import BootcampError, ConfigError, InfrastructureError, UnknownIdError
 from bootcamp_core.recordio import AtomicFile, dumps, read_jsonl, read_parquet
 from bootcamp_core.records import EpisodeResult, GeneratedSample, normalize_record
 from bootcamp_core.rollout import RolloutLimits, episode_id, run_episode
@@ -115,6 +115,7 @@ class EvalConfig:
     shard: tuple[int, int] | None = None
     resume_from: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     tool_config: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    tool_server: str | None = None  # every tool runs on this tool server (interactions and rewards stay local)
     interaction_config: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     bootcamp_registry: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     tokenizer_path: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
@@ -156,6 +157,7 @@ class EvalConfig:
             "limit": self.limit,
             "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
             "tool_config": str(self.tool_config) if self.tool_config else None,
+            "tool_server": self.tool_server,
             "interaction_config": str(self.interaction_config) if self.interaction_config else None,
             "bootcamp_registry": str(self.bootcamp_registry) if self.bootcamp_registry else None,
             "tokenizer_path": str(self.tokenizer_path) if self.tokenizer_path else None,
@@ -364,8 +366,12 @@ def registry_filter(path: Path, registry) -> Any:
     return keep
 
 
-def _check_record(record: dict, registry, cache: dict) -> tuple[GeneratedSample | None, str | None]:
-    """The record's typed view, or why it cannot run with the installed plugins."""
+def _check_record(record: dict, registry, cache: dict, served: dict[str, set[str]] | None = None
+                  ) -> tuple[GeneratedSample | None, str | None]:
+    """The record's typed view, or why it cannot run with the installed plugins (and tool servers).
+
+    ``served``: {tool server URL: tool ids it serves}; the key ``"*"`` holds the server every tool runs on.
+    """
     try:
         sample = GeneratedSample.from_record(record)
     except (ValueError, KeyError, TypeError) as error:
@@ -376,7 +382,11 @@ def _check_record(record: dict, registry, cache: dict) -> tuple[GeneratedSample 
         try:
             registry.resolve("generator", sample.generator)
             for tool in sample.tools:
-                registry.resolve("tool", tool)
+                if served and "*" in served:
+                    if tool not in served["*"]:
+                        raise UnknownIdError(f"tool {tool} is not served by the tool server")
+                elif not (served and any(tool in ids for ids in served.values())):
+                    registry.resolve("tool", tool)
             if sample.interaction:
                 registry.resolve("interaction", sample.interaction)
             registry.resolve("reward", sample.reward)
@@ -395,6 +405,10 @@ def component_config(config: EvalConfig, registry) -> dict[str, dict]:
         if path is None:
             continue
         for entry in load_component_config(path, kind):
+            if kind == "tool" and entry.config.get("type") == "remote":
+                # served elsewhere: a full id, which need not be installed here
+                resolved[str(entry.config.get("tool_id") or entry.class_name)] = dict(entry.config)
+                continue
             try:
                 resolved[registry.resolve(kind, entry.class_name)] = dict(entry.config)
             except BootcampError as error:
@@ -895,6 +909,7 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
     def selected() -> Iterator[tuple[int, dict]]:
         return select_records(load_dataset(config.dataset_path), limit=config.limit, shard=config.shard, keep=keep)
 
+    served = await _served_tools(config, components)
     # First pass: every selected record must run with the installed plugins before any episode starts.
     cache: dict = {}
     problems: list[str] = []
@@ -904,7 +919,7 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
     count = 0
     for position, record in selected():
         count += 1
-        sample, problem = _check_record(record, registry, cache)
+        sample, problem = _check_record(record, registry, cache, served)
         if problem is not None:
             problem_count += 1
             if len(problems) < MAX_LISTED_PROBLEMS:
@@ -917,6 +932,11 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
         more = f"\n  ... and {problem_count - len(problems)} more" if problem_count > len(problems) else ""
         raise ConfigError(f"{config.dataset_path}: {problem_count} record(s) cannot run with the installed plugins:\n  "
                           + "\n  ".join(problems) + more)
+
+    if config.tool_server:
+        for key in cache:
+            for tool in key[1]:
+                components[tool] = {"type": "remote", "url": config.tool_server, "tool_id": tool}
 
     own_policy = policy is None
     if own_policy:
@@ -933,6 +953,33 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
     finally:
         if own_policy and hasattr(policy, "aclose"):
             await policy.aclose()
+        if served:
+            from bootcamp_core.remote import client_for
+
+            for url in {config.tool_server} | {c.get("url") for c in components.values() if c.get("type") == "remote"}:
+                if url:
+                    await client_for(url).aclose()
+
+
+async def _served_tools(config: EvalConfig, components: dict[str, dict]) -> dict[str, set[str]] | None:
+    """{server URL: tool ids it serves} for --tool-server and remote tool-config entries; asks each server once."""
+    from bootcamp_core.remote import client_for
+
+    urls = {c["url"] for c in components.values() if c.get("type") == "remote" and isinstance(c.get("url"), str)}
+    if config.tool_server:
+        urls.add(config.tool_server)
+    served: dict[str, set[str]] = {}
+    for url in sorted(urls):
+        try:
+            served[url] = set(await client_for(url).schemas())
+        except InfrastructureError as error:
+            raise ConfigError(f"cannot use the tool server: {error}") from None
+    for tool_id, entry in components.items():
+        if entry.get("type") == "remote" and entry.get("tool_id", tool_id) not in served.get(entry.get("url"), ()):
+            raise ConfigError(f"{config.tool_config}: tool {tool_id} is not served by {entry.get('url')}")
+    if config.tool_server:
+        served["*"] = served[config.tool_server]
+    return served or None
 
 
 async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict, template: ChatTemplate | None,

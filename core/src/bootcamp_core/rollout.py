@@ -474,10 +474,18 @@ def _plan(registry: Registry, sample: GeneratedSample, component_config: dict[st
         return plan
     tools = {}
     used = []
+    served: dict[str, str] = {}  # versions a tool server reported for the tools it runs
     for tool_id in sample.tools:
-        tool = registry.component("tool", tool_id, component_config.get(tool_id))
+        config = component_config.get(tool_id)
+        if config and config.get("type") == "remote":
+            from bootcamp_core.remote import remote_tool
+
+            tool = remote_tool(tool_id, config)
+            served.update(type(tool).versions)
+        else:
+            tool = registry.component("tool", tool_id, config)
+            used.append(("tool", registry.resolve("tool", tool_id)))
         tools[type(tool).name] = tool
-        used.append(("tool", registry.resolve("tool", tool_id)))
     interaction = None
     if sample.interaction:
         interaction = registry.component("interaction", sample.interaction, component_config.get(sample.interaction))
@@ -488,7 +496,7 @@ def _plan(registry: Registry, sample: GeneratedSample, component_config: dict[st
         used.append(("generator", registry.resolve("generator", sample.generator)))
     except UnknownIdError:
         pass
-    versions = {**registry.versions_for(used), "bootcamp-core": __version__}
+    versions = {**served, **registry.versions_for(used), "bootcamp-core": __version__}
     plan = _Plan(
         tools=tools,
         interaction=interaction,

@@ -48,7 +48,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _add(parser, "--resume-from-result-path", metavar="PATH",
          help="continue a results.jsonl: drop its infrastructure failures, skip finished episodes, append the rest "
          "(a path that does not exist yet starts it empty)")
-    _add(parser, "--tool-config", metavar="PATH", help="tool config YAML: constructor config per tool")
+    _add(parser, "--tool-config", metavar="PATH", help="tool config YAML: constructor config per tool "
+         "(entries with `type: remote` and `url` run on a tool server)")
+    _add(parser, "--tool-server", metavar="URL",
+         help="run every tool on this tool server (`bootcamp serve`); interactions and rewards stay local. "
+         "The token comes from $BOOTCAMP_TOKEN")
     _add(parser, "--interaction-config", metavar="PATH", help="interaction config YAML: constructor config per interaction")
     _add(parser, "--bootcamp-registry", metavar="PATH",
          help="registry JSONL: evaluate only records of the bootcamps it lists")
@@ -104,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         shard=parse_shard(args.shard) if args.shard else None,
         resume_from=args.resume_from_result_path,
         tool_config=args.tool_config,
+        tool_server=args.tool_server,
         interaction_config=args.interaction_config,
         bootcamp_registry=args.bootcamp_registry,
         tokenizer_path=args.tokenizer_path,

@@ -1,0 +1,387 @@
+"""The master: routes tool calls to workers by instance id, tracks worker health, serves ``/health`` and ``/``.
+
+Routing (DESIGN.md): the first create of an instance id picks the least-loaded live worker serving the tool's
+bootcamp (a heap per namespace with lazy deletion: O(log n) per pick and per load change); every later call of that
+id goes to the same worker. A worker silent for longer than the worker timeout, or refusing connections, is dead at
+once: it leaves routing, and calls for its instances fail fast with 503. Workers report the instances they hold
+when they register, so a restarted master routes running episodes again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from bootcamp_core.server.common import (
+    ACTIONS,
+    DEFAULT_MAX_BODY_BYTES,
+    JSON,
+    ApiError,
+    auth_headers,
+    host_info,
+    json_response,
+    monotonic,
+    parse_object,
+    read_body,
+    require_token,
+)
+
+logger = logging.getLogger("bootcamp_core.server.master")
+
+
+@attrs.define
+class MasterSettings:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    token: str | None = None
+    expected_workers: int = 1
+    timeout_per_query_s: float = 600.0
+    worker_timeout_s: float = 15.0  # no heartbeat for this long: the worker is dead
+    heartbeat_interval_s: float = 5.0  # told to workers when they register
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_connections: int = 1024  # to all workers together
+
+
+@attrs.define(eq=False)
+class WorkerEntry:
+    id: str
+    url: str
+    tools: dict[str, dict]
+    namespaces: frozenset[str]
+    host: dict
+    registered_at: float
+    last_heartbeat: float
+    alive: bool = True
+    load: int = 0  # instances the master routed here and not yet released
+    reported_instances: int = 0
+    death: str = ""
+
+    def public(self, now: float) -> dict:
+        return {
+            "id": self.id,
+            "url": self.url,
+            "tools": sorted(self.tools),
+            "load": self.load,
+            "instances": self.reported_instances,
+            "heartbeat_age_s": round(now - self.last_heartbeat, 3),
+            "alive": self.alive,
+            "host": self.host,
+            **({"death": self.death} if self.death else {}),
+        }
+
+
+@attrs.define(slots=True)
+class _Route:
+    worker: WorkerEntry
+    tools: set[str]
+
+
+class Router:
+    """Which worker holds which instance, and which live worker is least loaded per bootcamp."""
+
+    def __init__(self) -> None:
+        self.workers: dict[str, WorkerEntry] = {}
+        self.instances: dict[str, _Route] = {}
+        self._heaps: dict[str, list[tuple[int, int, WorkerEntry]]] = {}
+        self._order = itertools.count()
+
+    def _push(self, worker: WorkerEntry) -> None:
+        for namespace in worker.namespaces:
+            heap = self._heaps.setdefault(namespace, [])
+            heapq.heappush(heap, (worker.load, next(self._order), worker))
+            if len(heap) > 64 + 8 * len(self.workers):  # stale entries pile up under releases without picks
+                self._heaps[namespace] = heap = [
+                    (w.load, next(self._order), w) for w in self.workers.values()
+                    if w.alive and namespace in w.namespaces
+                ]
+                heapq.heapify(heap)
+
+    def add(self, worker: WorkerEntry, instance_ids: list[str]) -> None:
+        old = self.workers.get(worker.id)
+        if old is not None:
+            old.alive = False
+        self.workers[worker.id] = worker
+        for instance_id in instance_ids:  # a re-registration: the episodes it holds are routed again
+            route = self.instances.get(instance_id)
+            if route is None or not route.worker.alive or route.worker is old:
+                if route is not None and route.worker.alive:
+                    route.worker.load -= 1
+                self.instances[instance_id] = _Route(worker, set(worker.tools))
+                worker.load += 1
+        self._push(worker)
+
+    def pick(self, namespace: str) -> WorkerEntry | None:
+        """The least-loaded live worker serving ``namespace``; stale heap entries are dropped on the way."""
+        heap = self._heaps.get(namespace)
+        while heap:
+            load, _, worker = heap[0]
+            if worker.alive and worker.load == load and self.workers.get(worker.id) is worker:
+                return worker
+            heapq.heappop(heap)
+        return None
+
+    def assign(self, instance_id: str, worker: WorkerEntry, tool_id: str) -> None:
+        route = self.instances.get(instance_id)
+        if route is None:
+            self.instances[instance_id] = _Route(worker, {tool_id})
+            worker.load += 1
+            self._push(worker)
+        else:
+            route.tools.add(tool_id)
+
+    def release(self, instance_id: str, tool_id: str) -> None:
+        route = self.instances.get(instance_id)
+        if route is None:
+            return
+        route.tools.discard(tool_id)
+        if not route.tools:
+            self.forget(instance_id)
+
+    def forget(self, instance_id: str) -> None:
+        route = self.instances.pop(instance_id, None)
+        if route is not None:
+            route.worker.load -= 1
+            if route.worker.alive:
+                self._push(route.worker)
+
+    def kill(self, worker: WorkerEntry, reason: str) -> None:
+        if worker.alive:
+            worker.alive = False
+            worker.death = reason
+            logger.warning("worker %s (%s) is dead: %s", worker.id, worker.url, reason)
+
+
+class Master:
+    def __init__(self, settings: MasterSettings) -> None:
+        self.settings = settings
+        self.router = Router()
+        self.info = host_info()
+        self.started = monotonic()
+        self._session: Any = None
+        self._tasks: list[asyncio.Task] = []
+        self.on_ready: Callable[[dict], None] | None = None  # called once, when every expected worker is there
+
+    # ----------------------------------------------------------------------------------------- worker protocol
+    async def register(self, request: Request) -> Response:
+        try:
+            require_token(request, self.settings.token)
+            data = parse_object(await read_body(request, self.settings.max_body_bytes))
+            worker_id, url, tools = data.get("worker_id"), data.get("url"), data.get("tools")
+            if not isinstance(worker_id, str) or not worker_id or not isinstance(url, str) or not url:
+                raise ApiError(400, "bad_request", "register needs worker_id and url")
+            if not isinstance(tools, dict) or not all(isinstance(key, str) and "/" in key for key in tools):
+                raise ApiError(400, "bad_request", "tools must map tool ids (namespace/name) to schemas")
+            instances = [item for item in data.get("instances") or [] if isinstance(item, str)]
+            now = monotonic()
+            worker = WorkerEntry(
+                id=worker_id, url=url.rstrip("/"), tools=tools,
+                namespaces=frozenset(key.split("/", 1)[0] for key in tools),
+                host=data.get("host") if isinstance(data.get("host"), dict) else {},
+                registered_at=now, last_heartbeat=now, reported_instances=len(instances),
+            )
+            self.router.add(worker, instances)
+            self._check_ready()
+            logger.info("worker %s registered at %s serving %d tool(s)", worker_id, worker.url, len(tools))
+            return json_response({"worker_id": worker_id, "heartbeat_interval_s": self.settings.heartbeat_interval_s})
+        except ApiError as error:
+            return error.response()
+
+    async def heartbeat(self, request: Request) -> Response:
+        try:
+            require_token(request, self.settings.token)
+            data = parse_object(await read_body(request, self.settings.max_body_bytes))
+            worker = self.router.workers.get(data.get("worker_id"))  # type: ignore[arg-type]
+            if worker is None or not worker.alive:
+                raise ApiError(404, "unknown_worker", "unknown worker: register again")
+            worker.last_heartbeat = monotonic()
+            if isinstance(data.get("instances"), int):
+                worker.reported_instances = data["instances"]
+            for instance_id in data.get("reaped") or ():
+                route = self.router.instances.get(instance_id) if isinstance(instance_id, str) else None
+                if route is not None and route.worker is worker:
+                    self.router.forget(instance_id)
+            return json_response({"ok": True})
+        except ApiError as error:
+            return error.response()
+
+    async def unregister(self, request: Request) -> Response:
+        try:
+            require_token(request, self.settings.token)
+            data = parse_object(await read_body(request, self.settings.max_body_bytes))
+            worker = self.router.workers.get(data.get("worker_id"))  # type: ignore[arg-type]
+            if worker is not None:
+                self.router.kill(worker, "unregistered (shut down)")
+            return json_response({"ok": worker is not None})
+        except ApiError as error:
+            return error.response()
+
+    # ------------------------------------------------------------------------------------------------ tool calls
+    async def tool_call(self, request: Request) -> Response:
+        try:
+            require_token(request, self.settings.token)
+            params = request.path_params
+            action, namespace = params["action"], params["namespace"]
+            if action not in ACTIONS:
+                raise ApiError(404, "not_found", f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
+            tool_id = f"{namespace}/{params['name']}"
+            body = await read_body(request, self.settings.max_body_bytes)
+            data = parse_object(body)
+            instance_id = data.get("instance_id")
+            if instance_id is not None and not isinstance(instance_id, str):
+                raise ApiError(400, "bad_request", "instance_id must be a string")
+            route = self.router.instances.get(instance_id) if instance_id else None
+            if route is not None:
+                worker = route.worker
+                if not worker.alive:
+                    raise ApiError(503, "worker_dead",
+                                   f"instance {instance_id} was on worker {worker.id} ({worker.url}), which is dead "
+                                   f"({worker.death}); the episode's tool state is lost")
+            elif action == "create":
+                if not instance_id:
+                    instance_id = data["instance_id"] = uuid.uuid4().hex
+                    body = json.dumps(data).encode()
+                worker = self.router.pick(namespace)
+                if worker is None:
+                    raise ApiError(503, "no_worker", f"no live worker serves bootcamp {namespace!r} "
+                                   f"({self._alive()} live worker(s) in all)")
+            elif action == "release":
+                return json_response({"released": False})
+            else:
+                raise ApiError(404, "unknown_instance",
+                               f"unknown instance {instance_id!r} (never created, released, or reaped when idle)")
+            if tool_id not in worker.tools:
+                raise ApiError(404, "unknown_tool", f"worker {worker.id} holding this instance does not serve "
+                               f"{tool_id}")
+            status, payload = await self._forward(worker, request.url.path, body)
+            if status == 200:
+                if action == "create":
+                    self.router.assign(instance_id, worker, tool_id)  # type: ignore[arg-type]
+                elif action == "release":
+                    self.router.release(instance_id, tool_id)  # type: ignore[arg-type]
+            elif status == 404 and action != "create":
+                self.router.release(instance_id, tool_id)  # type: ignore[arg-type]
+            return Response(payload, status_code=status, media_type=JSON)
+        except ApiError as error:
+            return error.response()
+
+    async def _forward(self, worker: WorkerEntry, path: str, body: bytes) -> tuple[int, bytes]:
+        import aiohttp
+
+        session = self._session
+        try:
+            async with session.post(worker.url + path, data=body, headers=self._headers) as response:
+                return response.status, await response.read()
+        except asyncio.TimeoutError:
+            raise ApiError(504, "timeout", f"worker {worker.id} did not answer within "
+                           f"{self.settings.timeout_per_query_s:g} s") from None
+        except aiohttp.ClientConnectorError as error:  # nothing listens there any more: dead now, not in 15 s
+            self.router.kill(worker, f"connection refused ({error.os_error})")
+            raise ApiError(503, "worker_dead", f"worker {worker.id} ({worker.url}) is unreachable: {error}") from None
+        except (aiohttp.ClientError, OSError) as error:
+            self.router.kill(worker, f"{type(error).__name__}: {error}")
+            raise ApiError(503, "worker_dead", f"worker {worker.id} ({worker.url}) failed mid-call: "
+                           f"{type(error).__name__}: {error}") from None
+
+    # ------------------------------------------------------------------------------------------- status pages
+    def _alive(self) -> int:
+        return sum(worker.alive for worker in self.router.workers.values())
+
+    def status(self) -> dict:
+        now = monotonic()
+        alive = self._alive()
+        return {
+            "status": "ok",
+            "role": "master",
+            "ready": alive >= max(self.settings.expected_workers, 1),
+            "expected_workers": self.settings.expected_workers,
+            "live_workers": alive,
+            "instances": len(self.router.instances),
+            "uptime_s": round(now - self.started, 1),
+            "host": self.info,
+            "workers": [worker.public(now) for worker in self.router.workers.values()],
+        }
+
+    async def health(self, request: Request) -> Response:
+        return json_response(self.status())
+
+    async def dashboard(self, request: Request) -> Response:
+        from bootcamp_core.server.dashboard import render_dashboard
+
+        return HTMLResponse(render_dashboard(self.status()))
+
+    async def tools(self, request: Request) -> Response:
+        try:
+            require_token(request, self.settings.token)
+        except ApiError as error:
+            return error.response()
+        tools: dict[str, dict] = {}
+        for worker in self.router.workers.values():
+            if worker.alive:
+                for tool_id, schema in worker.tools.items():
+                    tools.setdefault(tool_id, schema)
+        return json_response({"tools": dict(sorted(tools.items()))})
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/tools/{namespace}/{name}/{action}", self.tool_call, methods=["POST"]),
+                Route("/tools", self.tools, methods=["GET"]),
+                Route("/workers/register", self.register, methods=["POST"]),
+                Route("/workers/heartbeat", self.heartbeat, methods=["POST"]),
+                Route("/workers/unregister", self.unregister, methods=["POST"]),
+                Route("/health", self.health, methods=["GET"]),
+                Route("/", self.dashboard, methods=["GET"]),
+            ],
+            lifespan=self._lifespan,
+        )
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette):
+        import aiohttp
+
+        self._headers = {"Content-Type": JSON, **auth_headers(self.settings.token)}
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.settings.max_connections, limit_per_host=0),
+            timeout=aiohttp.ClientTimeout(total=self.settings.timeout_per_query_s, connect=5.0),
+        )
+        self._tasks.append(asyncio.create_task(self._watch_workers()))
+        try:
+            yield
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self._session.close()
+
+    async def _watch_workers(self) -> None:
+        timeout = self.settings.worker_timeout_s
+        while True:
+            await asyncio.sleep(max(0.02, min(timeout / 4, 1.0)))
+            now = monotonic()
+            for worker in list(self.router.workers.values()):
+                if worker.alive and now - worker.last_heartbeat > timeout:
+                    self.router.kill(worker, f"no heartbeat for {now - worker.last_heartbeat:.1f} s")
+            self._check_ready()
+
+    def _check_ready(self) -> None:
+        if self.on_ready is not None:
+            status = self.status()
+            if status["ready"]:
+                callback, self.on_ready = self.on_ready, None
+                try:
+                    callback(status)
+                except Exception:
+                    logger.exception("the on-ready action failed")

@@ -1,0 +1,361 @@
+"""A worker: serves bootcamp tools over HTTP, holds their instances, and keeps itself registered with a master.
+
+Every tool call runs on a dedicated tool thread with its own event loop, so a tool that computes (a simulation) never
+stalls the loop that serves HTTP: heartbeats, ``/health`` and the I/O of other requests keep going. State lives on
+the tools themselves (keyed by instance id), as in-process; the worker only records which instances it holds, when
+each was last used (for the idle reaper), and answers a repeated create as a no-op, so creates are safe to retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import threading
+import uuid
+from collections import OrderedDict
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.routing import Route
+
+from bootcamp_core.server.common import (
+    ACTIONS,
+    DEFAULT_MAX_BODY_BYTES,
+    ApiError,
+    auth_headers,
+    host_info,
+    json_response,
+    monotonic,
+    parse_object,
+    read_body,
+    require_token,
+)
+
+logger = logging.getLogger("bootcamp_core.server.worker")
+
+
+@attrs.define
+class WorkerSettings:
+    """How a worker runs: where it listens, which master it reports to, its timeouts."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    master_url: str | None = None
+    advertise_url: str | None = None  # the URL the master should use; derived from the bound socket when None
+    token: str | None = None
+    timeout_per_query_s: float = 600.0
+    heartbeat_interval_s: float = 5.0
+    idle_timeout_s: float = 3600.0
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    worker_id: str = attrs.field(factory=lambda: uuid.uuid4().hex[:12])
+
+
+@attrs.define(slots=True)
+class _Instance:
+    tools: set[str]
+    last_used: float
+    busy: int = 0
+
+
+class ToolLoop:
+    """A thread running its own event loop, where tool coroutines run."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="bootcamp-tools", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    async def run(self, coroutine: Any) -> Any:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self.loop))
+
+    def close(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=5)
+
+
+class ToolHost:
+    """The tools one worker serves (built once) and the instances it holds."""
+
+    def __init__(self, tools: dict[str, Any], schemas: dict[str, dict], settings: WorkerSettings) -> None:
+        self.tools = tools  # tool id -> Tool
+        self.schemas = schemas  # tool id -> {"type": "function", "function": ..., "parallel_safe", "distribution"}
+        self.settings = settings
+        self.namespaces = sorted({tool_id.split("/", 1)[0] for tool_id in tools})
+        self.instances: OrderedDict[str, _Instance] = OrderedDict()  # least recently used first
+        self.reaped: list[str] = []  # reaped since the last heartbeat the master acknowledged
+        self.loop = ToolLoop()
+        self.calls = 0
+
+    def tool(self, tool_id: str) -> Any:
+        tool = self.tools.get(tool_id)
+        if tool is None:
+            raise ApiError(404, "unknown_tool", f"this worker does not serve tool {tool_id!r}; it serves: "
+                           f"{', '.join(sorted(self.tools)) or 'none'}")
+        return tool
+
+    def _held(self, instance_id: Any, tool_id: str) -> _Instance:
+        instance = self.instances.get(instance_id) if isinstance(instance_id, str) else None
+        if instance is None or tool_id not in instance.tools:
+            raise ApiError(404, "unknown_instance",
+                           f"no instance {instance_id!r} of {tool_id} here (never created, released, or reaped after "
+                           f"{self.settings.idle_timeout_s:g} s idle)")
+        return instance
+
+    async def _call(self, coroutine: Any) -> Any:
+        self.calls += 1
+        try:
+            return await asyncio.wait_for(self.loop.run(coroutine), self.settings.timeout_per_query_s)
+        except asyncio.TimeoutError:
+            raise ApiError(504, "timeout", f"the tool call took longer than {self.settings.timeout_per_query_s:g} s")
+        except ApiError:
+            raise
+        except Exception as error:  # the tool rejected the call: the caller (and the model) sees why
+            raise ApiError(500, "tool", f"{type(error).__name__}: {error}") from None
+
+    async def handle(self, tool_id: str, action: str, data: dict) -> dict:
+        tool = self.tool(tool_id)
+        kwargs = data.get("kwargs") or {}
+        if not isinstance(kwargs, dict):
+            raise ApiError(400, "bad_request", "kwargs must be a JSON object")
+        instance_id = data.get("instance_id")
+        if action == "create":
+            if instance_id is not None and not isinstance(instance_id, str):
+                raise ApiError(400, "bad_request", "instance_id must be a string")
+            instance_id = instance_id or uuid.uuid4().hex
+            instance = self.instances.get(instance_id)
+            if instance is not None and tool_id in instance.tools:  # a retried create: already done
+                self._touch(instance_id, instance)
+                return {"instance_id": instance_id}
+            used = await self._call(tool.create(instance_id, **kwargs))
+            instance = self.instances.get(instance_id)
+            if instance is None:
+                instance = self.instances[instance_id] = _Instance(set(), monotonic())
+            instance.tools.add(tool_id)
+            self._touch(instance_id, instance)
+            return {"instance_id": used or instance_id}
+        if action == "release":
+            instance = self.instances.get(instance_id) if isinstance(instance_id, str) else None
+            if instance is None or tool_id not in instance.tools:
+                return {"released": False}  # released twice, or reaped: nothing left to do
+            instance.tools.discard(tool_id)
+            if not instance.tools:
+                del self.instances[instance_id]
+            await self._call(tool.release(instance_id, **kwargs))
+            return {"released": True}
+        instance = self._held(instance_id, tool_id)
+        instance.busy += 1
+        try:
+            if action == "execute":
+                parameters = data.get("parameters")
+                if not isinstance(parameters, dict):
+                    raise ApiError(400, "bad_request", "parameters must be a JSON object")
+                text, reward, metrics = await self._call(tool.execute(instance_id, parameters, **kwargs))
+                return {"text": text, "reward": float(reward), "metrics": metrics if isinstance(metrics, dict) else {}}
+            return {"reward": float(await self._call(tool.calc_reward(instance_id, **kwargs)))}
+        finally:
+            instance.busy -= 1
+            self._touch(instance_id, instance)
+
+    def _touch(self, instance_id: str, instance: _Instance) -> None:
+        instance.last_used = monotonic()
+        if instance_id in self.instances:
+            self.instances.move_to_end(instance_id)
+
+    async def reap(self) -> list[str]:
+        """Release every tool of instances idle past the timeout; the oldest come first, so this stops early."""
+        deadline = monotonic() - self.settings.idle_timeout_s
+        reaped = []
+        for instance_id in list(self.instances):
+            instance = self.instances.get(instance_id)
+            if instance is None:
+                continue
+            if instance.last_used > deadline:
+                break
+            if instance.busy:
+                continue
+            del self.instances[instance_id]
+            for tool_id in sorted(instance.tools):
+                try:
+                    await self._call(self.tools[tool_id].release(instance_id))
+                except ApiError as error:
+                    logger.warning("releasing idle %s of %s failed: %s", instance_id, tool_id, error.message)
+            reaped.append(instance_id)
+        if reaped:
+            logger.info("reaped %d idle instance(s)", len(reaped))
+            self.reaped.extend(reaped)
+        return reaped
+
+    async def release_all(self) -> None:
+        for instance_id, instance in list(self.instances.items()):
+            for tool_id in instance.tools:
+                with contextlib.suppress(ApiError):
+                    await self._call(self.tools[tool_id].release(instance_id))
+        self.instances.clear()
+
+
+def advertised_url(settings: WorkerSettings, port: int) -> str:
+    """The URL the master reaches this worker at: the bound address, or the interface that routes to the master."""
+    if settings.advertise_url:
+        return settings.advertise_url.rstrip("/")
+    host = settings.host
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+        master = urlsplit(settings.master_url or "").hostname
+        if master:
+            with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+                probe.connect((master, 9))  # UDP connect sends nothing; it picks the outgoing interface
+                host = probe.getsockname()[0]
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+class Worker:
+    """The worker process's state: its tools, its identity for the master, and its background loops."""
+
+    def __init__(self, host: ToolHost, settings: WorkerSettings) -> None:
+        self.host = host
+        self.settings = settings
+        self.url = ""
+        self.registered = False
+        self.info = host_info()
+        self._tasks: list[asyncio.Task] = []
+        self._session: Any = None
+
+    # -------------------------------------------------------------------------------------------- HTTP handlers
+    async def tool_call(self, request: Request):
+        try:
+            require_token(request, self.settings.token)
+            action = request.path_params["action"]
+            if action not in ACTIONS:
+                raise ApiError(404, "not_found", f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
+            data = parse_object(await read_body(request, self.settings.max_body_bytes))
+            tool_id = f"{request.path_params['namespace']}/{request.path_params['name']}"
+            return json_response(await self.host.handle(tool_id, action, data))
+        except ApiError as error:
+            return error.response()
+
+    async def tools(self, request: Request):
+        return json_response({"tools": self.host.schemas})
+
+    async def health(self, request: Request):
+        return json_response({
+            "status": "ok",
+            "role": "worker",
+            "worker_id": self.settings.worker_id,
+            "url": self.url,
+            "master_url": self.settings.master_url,
+            "registered": self.registered,
+            "tools": sorted(self.host.tools),
+            "instances": len(self.host.instances),
+            "calls": self.host.calls,
+        })
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/tools/{namespace}/{name}/{action}", self.tool_call, methods=["POST"]),
+                Route("/tools", self.tools, methods=["GET"]),
+                Route("/health", self.health, methods=["GET"]),
+            ],
+            lifespan=self._lifespan,
+        )
+
+    # ------------------------------------------------------------------------------------------ background work
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette):
+        self._tasks.append(asyncio.create_task(self._reaper()))
+        if self.settings.master_url:
+            self._tasks.append(asyncio.create_task(self._keep_registered()))
+        try:
+            yield
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            if self.registered:
+                with contextlib.suppress(Exception):
+                    await self._post("/workers/unregister", {"worker_id": self.settings.worker_id}, timeout=2.0)
+            await self.host.release_all()
+            if self._session is not None:
+                await self._session.close()
+            self.host.loop.close()
+
+    async def _reaper(self) -> None:
+        interval = max(0.02, min(self.settings.idle_timeout_s / 4, 30.0))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.host.reap()
+            except Exception:  # never let one bad release stop the reaper
+                logger.exception("reaping idle instances failed")
+
+    def registration(self) -> dict:
+        return {
+            "worker_id": self.settings.worker_id,
+            "url": self.url,
+            "tools": self.host.schemas,
+            "instances": list(self.host.instances),
+            "host": self.info,
+        }
+
+    async def _post(self, path: str, payload: dict, timeout: float) -> tuple[int, dict]:
+        import aiohttp
+
+        if self._session is None:
+            self._session = aiohttp.ClientSession(headers=auth_headers(self.settings.token))
+        url = self.settings.master_url.rstrip("/") + path  # type: ignore[union-attr]
+        async with self._session.post(url, json=payload, timeout=aiohttp.ClientTimeout(total=timeout)) as response:
+            try:
+                data = await response.json(content_type=None)
+            except ValueError:
+                data = {}
+            return response.status, data if isinstance(data, dict) else {}
+
+    async def _keep_registered(self) -> None:
+        """Register, then heartbeat; whenever the master is unreachable or has forgotten us, register again."""
+        interval = self.settings.heartbeat_interval_s
+        warned = False
+        while True:
+            try:
+                if not self.registered:
+                    status, data = await self._post("/workers/register", self.registration(), timeout=max(interval, 2))
+                    if status != 200:
+                        raise RuntimeError(f"HTTP {status}: {(data.get('error') or {}).get('message', '')}")
+                    self.registered = True
+                    warned = False
+                    logger.info("registered with %s as %s (%s)", self.settings.master_url, self.settings.worker_id,
+                                self.url)
+                else:
+                    reaped = list(self.host.reaped)
+                    status, _ = await self._post("/workers/heartbeat", {
+                        "worker_id": self.settings.worker_id,
+                        "instances": len(self.host.instances),
+                        "reaped": reaped,
+                    }, timeout=max(interval, 2))
+                    if status == 404:  # the master restarted or declared us dead: register again at once
+                        self.registered = False
+                        logger.info("the master does not know this worker any more; registering again")
+                        continue
+                    if status != 200:
+                        raise RuntimeError(f"HTTP {status}")
+                    del self.host.reaped[:len(reaped)]
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                self.registered = False
+                if not warned:
+                    logger.warning("master %s unreachable (%s: %s); retrying every %g s", self.settings.master_url,
+                                   type(error).__name__, error, interval)
+                    warned = True
+            await asyncio.sleep(interval)
