@@ -1,0 +1,109 @@
+"""The answer format: a fenced JSON object with the 21 line items. Parsing is shared by the reward, the interaction,
+the tools and the reference agent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from bootcamp_financial_prediction.items import ITEM_KEYS, LINE_ITEMS
+
+__all__ = ["ANSWER_FORMAT", "ParsedStatements", "format_answer", "parse_answer", "read_statements"]
+
+#: How the model must give its final answer; quoted in the prompt and in feedback.
+ANSWER_FORMAT = "```json\n{" + ", ".join(f'"{key}": <number>' for key in ITEM_KEYS) + "}\n```"
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+#: Labels a model may use instead of the keys (English or Chinese), folded to lower case without spaces.
+_ALIASES: dict[str, str] = {}
+for _item in LINE_ITEMS:
+    for _name in (_item.key, _item.english, _item.chinese):
+        _ALIASES[re.sub(r"[\s_]+", "", _name).lower()] = _item.key
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\Z")
+
+
+@attrs.frozen
+class ParsedStatements:
+    """What an answer holds: the items read, the ones missing or not numbers, and keys that are no item."""
+
+    values: dict[str, float]
+    missing: tuple[str, ...] = ()
+    invalid: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and not self.invalid
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        text = value.strip().replace(",", "").replace("_", "")
+        negative = text.startswith("(") and text.endswith(")")  # accountants write (1,234) for -1234
+        text = text[1:-1].strip() if negative else text
+        if not _NUMBER.match(text):
+            return None
+        number = -float(text) if negative else float(text)
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def read_statements(data: Any) -> ParsedStatements | None:
+    """The items of a JSON object (keys or labels); ``None`` when ``data`` is not an object holding any item."""
+    if not isinstance(data, Mapping):
+        return None
+    if not any(_ALIASES.get(re.sub(r"[\s_]+", "", str(key)).lower()) for key in data):
+        nested = [value for value in data.values() if isinstance(value, Mapping)]
+        return read_statements(nested[0]) if len(nested) == 1 else None
+    values: dict[str, float] = {}
+    invalid, unknown = [], []
+    for key, value in data.items():
+        item = _ALIASES.get(re.sub(r"[\s_]+", "", str(key)).lower())
+        if item is None:
+            unknown.append(str(key))
+            continue
+        number = _number(value)
+        if number is None:
+            invalid.append(item)
+        else:
+            values[item] = number
+    missing = tuple(key for key in ITEM_KEYS if key not in values and key not in invalid)
+    return ParsedStatements(values, missing, tuple(invalid), tuple(unknown))
+
+
+def parse_answer(text: Any) -> ParsedStatements | None:
+    """The statements in the last fenced JSON block of ``text`` that holds any line item (or in the whole text when
+    it is a bare JSON object); ``None`` when there is none.
+    """
+    if not isinstance(text, str):
+        return None
+    candidates = [match.group(1) for match in _FENCE.finditer(text)]
+    if not candidates:
+        candidates = [text]
+    for candidate in reversed(candidates):
+        try:
+            data = json.loads(candidate.strip())
+        except (ValueError, RecursionError):
+            continue
+        parsed = read_statements(data)
+        if parsed is not None:
+            return parsed
+    return None
+
+
+def format_answer(statements: Mapping[str, float]) -> str:
+    """A final answer in the required format (whole numbers printed without a decimal point)."""
+    values = {key: int(value) if float(value).is_integer() else float(value) for key, value in
+              ((key, statements[key]) for key in ITEM_KEYS)}
+    return "```json\n" + json.dumps(values, ensure_ascii=False) + "\n```"

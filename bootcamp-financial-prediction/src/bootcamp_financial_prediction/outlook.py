@@ -1,0 +1,124 @@
+"""What the prompt tells about the forecast year, and the checks of a forecast against it.
+
+An identity has a public part (the visible years, the company's policies, management's outlook, the scoring
+settings and the tool budget) and ``identity["hidden"]`` (the hidden year, every year's drivers, the company's base
+parameters, the opening balance and the predictability scales). Prompts, tools and the reference agent only ever
+see :func:`public_view`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+__all__ = [
+    "GUIDED_RATIOS",
+    "HIDDEN_KEY",
+    "Breach",
+    "check_outlook",
+    "last_visible",
+    "public_view",
+]
+
+#: The key of the identity's hidden part.
+HIDDEN_KEY = "hidden"
+
+#: Tolerance of a guided ratio (growth or margin, as a fraction) and of guided days, for the rounding to whole units.
+FRACTION_TOLERANCE = 0.0005
+DAYS_TOLERANCE = 0.5
+
+#: Guided drivers and how a forecast shows them: (label, numerator, denominator item of the same year or None for
+#: growth over the last visible year, factor).
+GUIDED_RATIOS: dict[str, tuple[str, str, str | None, float]] = {
+    "revenue_growth": ("revenue growth", "revenue", None, 1.0),
+    "gross_margin": ("gross margin", "gross_profit", "revenue", 1.0),
+    "operating_expense_growth": ("SG&A growth", "operating_expenses", None, 1.0),
+    "receivable_days": ("receivable days", "accounts_receivable", "revenue", 365.0),
+    "inventory_days": ("inventory days", "inventory", "cost_of_sales", 365.0),
+    "payable_days": ("payable days", "accounts_payable", "cost_of_sales", 365.0),
+}
+
+
+class Breach(NamedTuple):
+    """A policy or outlook the forecast does not follow: how far off it is, and the distance that costs the most."""
+
+    name: str
+    rule: str
+    excess: float
+    allowance: float
+
+
+def public_view(identity: Mapping) -> dict:
+    """The identity without its hidden part: everything the prompt shows."""
+    return {key: value for key, value in identity.items() if key != HIDDEN_KEY}
+
+
+def last_visible(identity: Mapping) -> dict:
+    """The last visible year's statements."""
+    return identity["statements"][-1]
+
+
+def _guided_value(forecast: Mapping[str, float], previous: Mapping[str, float], driver: str) -> float | None:
+    _, numerator, denominator, factor = GUIDED_RATIOS[driver]
+    if denominator is None:
+        if previous[numerator] == 0:
+            return None
+        return forecast[numerator] / previous[numerator] - 1.0
+    if forecast[denominator] == 0:
+        return None
+    return forecast[numerator] / forecast[denominator] * factor
+
+
+def check_outlook(forecast: Mapping[str, float], public: Mapping, tolerance: float) -> list[Breach]:
+    """Every announced range, announcement or policy the forecast breaks (money amounts within ``tolerance``)."""
+    previous = public["statements"][-1]
+    outlook = public["outlook"]
+    policies = public["policies"]
+    money = max(1.0, 0.01 * abs(float(previous["revenue"])))  # 1% of revenue costs a whole breach
+    breaches = []
+    for driver, (label, *_) in GUIDED_RATIOS.items():
+        guided = outlook.get(driver)
+        if guided is None:
+            continue
+        low, high = guided
+        slack = DAYS_TOLERANCE if driver.endswith("_days") else FRACTION_TOLERANCE
+        rule = f"{label} within the guided range {low} to {high}"
+        value = _guided_value(forecast, previous, driver)
+        if value is None:
+            breaches.append(Breach(driver, rule + " (undefined: its denominator is 0)", 1.0, 1.0))
+            continue
+        excess = max(low - slack - value, value - high - slack, 0.0)
+        if excess > 0:
+            breaches.append(Breach(driver, rule, excess, max((high - low) / 2, slack)))
+    low, high = outlook["capital_expenditure"]
+    spend = -float(forecast["investing_cash_flow"])
+    excess = max(low - tolerance - spend, spend - high - tolerance, 0.0)
+    if excess > 0:
+        rule = f"capital expenditure (-investing_cash_flow) {'of' if low == high else 'within'} the announced " + (
+            f"{low}" if low == high else f"{low} to {high}"
+        )
+        breaches.append(Breach("capital_expenditure", rule, excess, max((high - low) / 2, money)))
+    issued = float(forecast["share_capital"]) - float(previous["share_capital"])
+    excess = abs(issued - outlook["share_issue"])
+    if excess > tolerance:
+        breaches.append(Breach(
+            "share_issue", f"share_capital grows by the announced share issue ({outlook['share_issue']})", excess, money
+        ))
+    expected = max(0.0, float(forecast["net_income"])) * policies["payout_ratio"]
+    excess = abs(float(forecast["dividends_paid"]) - expected)
+    if excess > tolerance:
+        breaches.append(Breach(
+            "dividend_policy", f"dividends_paid = {policies['payout_ratio']:g} x net income (0 on a loss)", excess, money
+        ))
+    minimum = float(forecast["revenue"]) * policies["minimum_cash_ratio"]
+    excess = minimum - float(forecast["cash"]) - tolerance
+    if excess > 0:
+        breaches.append(Breach(
+            "minimum_cash", f"cash >= {policies['minimum_cash_ratio']:g} x revenue", excess, money
+        ))
+    idle = min(float(forecast["cash"]) - minimum, float(forecast["debt"])) - tolerance
+    if idle > 0:
+        breaches.append(Breach(
+            "debt_repayment", "cash above the minimum repays borrowings first (no idle cash while debt > 0)", idle, money
+        ))
+    return breaches

@@ -1,0 +1,32 @@
+"""The reward: the forecast in the final answer scored against the hidden year (formula in
+:mod:`bootcamp_financial_prediction.scoring`)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from bootcamp_core import Reward
+
+from bootcamp_financial_prediction.answer import parse_answer
+from bootcamp_financial_prediction.scoring import score_forecast
+
+__all__ = ["ForecastReward"]
+
+
+class ForecastReward(Reward):
+    """``gate × max(0, accuracy − penalty)``: accuracy per item in units of its predictability, 0 for statements
+    that break an identity, a penalty for ignoring the outlook and policies. Tool use never enters the score."""
+
+    name: ClassVar[str] = "forecast"
+
+    def extract_output(self, output: str) -> dict[str, float] | None:
+        """The 21 items of the last fenced JSON block, or ``None`` when any is missing or not a number."""
+        parsed = parse_answer(output)
+        return dict(parsed.values) if parsed is not None and parsed.complete else None
+
+    def verify_correction(self, extracted: Any, identity: dict, **kwargs: Any) -> float:
+        """The forecast's score; 0 for an identity without a hidden year."""
+        try:
+            return score_forecast(extracted, identity).score
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            return 0.0
