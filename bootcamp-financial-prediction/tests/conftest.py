@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from bootcamp_core.plugins import Registry
@@ -25,11 +25,17 @@ def registry() -> Iterator[Registry]:
     yield loaded
 
 
-def make_identity(seed: int, **config: object) -> dict:
-    """One task of the generator with ``config``, drawn from ``random.Random(seed)``."""
+def _make_identity(seed: int, **config: object) -> dict:
     return ForecastGenerator(**config).case_generator(random.Random(seed))
 
 
 @pytest.fixture(scope="session")
+def make_identity() -> Callable[..., dict]:
+    """``make_identity(seed, **config)``: one task of the generator with ``config``, from ``random.Random(seed)``."""
+    return _make_identity
+
+
+@pytest.fixture(scope="session")
 def identity() -> dict:
-    return make_identity(7)
+    """One default task."""
+    return _make_identity(7)

@@ -70,7 +70,11 @@ def _guided_value(forecast: Mapping[str, float], previous: Mapping[str, float], 
 
 
 def check_outlook(forecast: Mapping[str, float], public: Mapping, tolerance: float) -> list[Breach]:
-    """Every announced range, announcement or policy the forecast breaks (money amounts within ``tolerance``)."""
+    """Every announced range, announcement or policy the forecast breaks, with how far off it is.
+
+    Guided ratios may be off by 0.05 percentage point and guided days by half a day (the rounding to whole units);
+    money amounts by ``tolerance``.
+    """
     previous = public["statements"][-1]
     outlook = public["outlook"]
     policies = public["policies"]
@@ -87,13 +91,13 @@ def check_outlook(forecast: Mapping[str, float], public: Mapping, tolerance: flo
         if value is None:
             breaches.append(Breach(driver, rule + " (undefined: its denominator is 0)", 1.0, 1.0))
             continue
-        excess = max(low - slack - value, value - high - slack, 0.0)
-        if excess > 0:
+        excess = max(low - value, value - high, 0.0)
+        if excess > slack:
             breaches.append(Breach(driver, rule, excess, max((high - low) / 2, slack)))
     low, high = outlook["capital_expenditure"]
     spend = -float(forecast["investing_cash_flow"])
-    excess = max(low - tolerance - spend, spend - high - tolerance, 0.0)
-    if excess > 0:
+    excess = max(low - spend, spend - high, 0.0)
+    if excess > tolerance:
         rule = f"capital expenditure (-investing_cash_flow) {'of' if low == high else 'within'} the announced " + (
             f"{low}" if low == high else f"{low} to {high}"
         )
@@ -111,13 +115,13 @@ def check_outlook(forecast: Mapping[str, float], public: Mapping, tolerance: flo
             "dividend_policy", f"dividends_paid = {policies['payout_ratio']:g} x net income (0 on a loss)", excess, money
         ))
     minimum = float(forecast["revenue"]) * policies["minimum_cash_ratio"]
-    excess = minimum - float(forecast["cash"]) - tolerance
-    if excess > 0:
+    excess = minimum - float(forecast["cash"])
+    if excess > tolerance:
         breaches.append(Breach(
             "minimum_cash", f"cash >= {policies['minimum_cash_ratio']:g} x revenue", excess, money
         ))
-    idle = min(float(forecast["cash"]) - minimum, float(forecast["debt"])) - tolerance
-    if idle > 0:
+    idle = min(float(forecast["cash"]) - minimum, float(forecast["debt"]))
+    if idle > tolerance:
         breaches.append(Breach(
             "debt_repayment", "cash above the minimum repays borrowings first (no idle cash while debt > 0)", idle, money
         ))

@@ -289,12 +289,14 @@ def _visible_drivers(rng: random.Random, settings: Settings, base: dict, previou
 
 
 def _guidance_range(driver: str, center: float, half_width: float) -> list:
-    """The range as announced: fractions to 0.1 percentage point, days to whole days."""
+    """The range as announced, inside the driver's bounds: fractions to 0.1 percentage point, days to whole days."""
+    low_bound, high_bound = _DRIVER_BOUNDS.get(driver, (1.0, 365.0))
     if driver in _DAYS:
         half = max(1, round(half_width))
-        return [round(center) - half, round(center) + half]
+        low, high = round(center) - half, round(center) + half
+        return [max(low, round(low_bound)), min(high, round(high_bound))]
     half = max(0.002, round(half_width, 3))
-    return [round(center - half, 3), round(center + half, 3)]
+    return [max(round(center - half, 3), low_bound), min(round(center + half, 3), high_bound)]
 
 
 def _hidden_drivers(
