@@ -1,0 +1,197 @@
+"""The cell: design and operating variables, their ranges, and the geometry, mass and capacity formulas.
+
+Everything here is plain arithmetic (no PyBaMM), shared by the simulator, the tool, the reward and the generator.
+
+The base cell is PyBaMM's ``Chen2020`` parameter set (an LG M50 21700 cell: graphite-SiOx negative, NMC811 positive,
+no binder, so each electrode's active-material volume fraction is ``1 - porosity``). A design sets the positive
+electrode's thickness ``L_p`` and porosity ``eps_p``; the rest of the cell follows so that the design stays physical:
+
+- **N/P balance.** The negative electrode is scaled with the positive's loading,
+  ``L_n = L_n0 * L_p (1 - eps_p) / (L_p0 (1 - eps_p0))``, with its porosity and both initial stoichiometries as in
+  Chen2020, so the ratio of negative to positive active material (and so which electrode limits) is that of the
+  measured cell for every design. Keeping the negative electrode fixed instead would let it limit any thick cathode:
+  the cathode's extra capacity could not be used and a "C-rate" current computed from it would be far too large.
+- **Fixed can.** The cell keeps Chen2020's can (volume and cooling surface, which the lumped thermal model uses), so a
+  thicker stack means a shorter wound electrode: ``width = width0 * stack0 / stack`` with
+  ``stack = L_cc,n + L_n + L_s + L_p + L_cc,p``.
+- **Capacity and current.** Nominal capacity scales with the positive loading and the electrode area,
+  ``Q = Q0 * L_p (1 - eps_p) / (L_p0 (1 - eps_p0)) * width / width0``; the discharge current is ``c_rate * Q``.
+- **Mass** (per electrode area, times the area): current collectors, both electrodes' solid phase and the electrolyte
+  in their pores, and the separator's polymer and electrolyte:
+  ``m/A = rho_Cu L_cc,n + rho_Al L_cc,p + L_n ((1 - eps_n) rho_gr + eps_n rho_e) + L_s ((1 - eps_s) rho_sep +
+  eps_s rho_e) + L_p ((1 - eps_p) rho_NMC + eps_p rho_e)``. The can, tabs and headspace are not counted.
+- **Specific energy** is the energy of a constant-current discharge from full to the 2.5 V cut-off,
+  ``E = integral(V I dt)``, over that mass, in Wh/kg.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "THICKNESS_RANGE_M",
+    "POROSITY_RANGE",
+    "C_RATE_RANGE",
+    "AMBIENT_RANGE_K",
+    "HEAT_TRANSFER_RANGE",
+    "CellDesign",
+    "Conditions",
+    "CellGeometry",
+    "DesignError",
+    "geometry",
+]
+
+# Chen2020's reference cell.
+POSITIVE_THICKNESS_0 = 75.6e-6
+POSITIVE_POROSITY_0 = 0.335
+NEGATIVE_THICKNESS_0 = 85.2e-6
+NEGATIVE_POROSITY = 0.25
+SEPARATOR_THICKNESS = 12e-6
+SEPARATOR_POROSITY = 0.47
+NEGATIVE_COLLECTOR_THICKNESS = 12e-6
+POSITIVE_COLLECTOR_THICKNESS = 16e-6
+ELECTRODE_HEIGHT = 0.065
+ELECTRODE_WIDTH_0 = 1.58
+NOMINAL_CAPACITY_0 = 5.0
+STACK_0 = (
+    NEGATIVE_COLLECTOR_THICKNESS + NEGATIVE_THICKNESS_0 + SEPARATOR_THICKNESS + POSITIVE_THICKNESS_0
+    + POSITIVE_COLLECTOR_THICKNESS
+)
+
+# Bulk densities [kg/m3] of the solid phases and the electrolyte, for the mass. Chen2020's own "electrode density"
+# values are thermal-model lumps, not material densities, so literature values are used here.
+COPPER_DENSITY = 8960.0
+ALUMINIUM_DENSITY = 2700.0
+GRAPHITE_DENSITY = 2260.0
+NMC811_DENSITY = 4750.0
+SEPARATOR_POLYMER_DENSITY = 950.0  # polyethylene
+ELECTROLYTE_DENSITY = 1280.0  # 1 M LiPF6 in EC:EMC
+
+#: The search box of a design. Below 40 µm the cell is mostly current collector; above 140 µm (with the matched
+#: negative electrode, a 330 µm stack) the cathode is far past the electrolyte-transport limit at every rate here.
+THICKNESS_RANGE_M = (40e-6, 140e-6)
+#: Porosity of the positive electrode; its active-material fraction is ``1 - porosity`` (no binder in Chen2020).
+POROSITY_RANGE = (0.20, 0.50)
+#: Supported operating conditions. Up to 2C, from 15 to 35 °C and with at least 10 W/(m2 K) of cooling, every
+#: design in the box stays below about 362 K with the lumped thermal model (measured over a grid of the box at the
+#: hottest corner); with weaker cooling the lumped temperature runs far past where the model has any thermal limits.
+#: SPM/SPMe are never used as a stand-in (badly wrong from 2C on).
+C_RATE_RANGE = (0.5, 2.0)
+AMBIENT_RANGE_K = (288.15, 308.15)
+HEAT_TRANSFER_RANGE = (10.0, 40.0)
+
+#: Resolution of the design variables: a design is rounded to these before it is simulated or cached, so the same
+#: design written with different digits is the same simulation.
+THICKNESS_RESOLUTION_M = 1e-8
+POROSITY_RESOLUTION = 1e-4
+
+
+class DesignError(ValueError):
+    """A design or operating condition that cannot be simulated; the message is meant for the model as is."""
+
+
+def _resolve(value: float, resolution: float) -> float:
+    """``value`` on the grid of ``resolution``, as the shortest float that prints that grid point."""
+    return float(f"{round(float(value) / resolution) * resolution:.12g}")
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise DesignError(f"{name} must be a number, got {type(value).__name__}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise DesignError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise DesignError(f"{name} must be a finite number, got {value!r}")
+    return number
+
+
+def _within(value: float, bounds: tuple[float, float], name: str, unit: str, hint: str = "") -> float:
+    low, high = bounds
+    if not low <= value <= high:
+        raise DesignError(f"{name} = {value:g}{unit} is outside the allowed range [{low:g}, {high:g}]{unit}{hint}")
+    return value
+
+
+@attrs.frozen
+class CellDesign:
+    """The positive electrode's thickness [m] and porosity, rounded to the simulation's resolution."""
+
+    thickness_m: float = attrs.field(converter=lambda value: _resolve(value, THICKNESS_RESOLUTION_M))
+    porosity: float = attrs.field(converter=lambda value: _resolve(value, POROSITY_RESOLUTION))
+
+    @classmethod
+    def parse(
+        cls,
+        thickness: Any,
+        porosity: Any,
+        thickness_range: tuple[float, float] = THICKNESS_RANGE_M,
+        porosity_range: tuple[float, float] = POROSITY_RANGE,
+    ) -> CellDesign:
+        """A design from raw values, with a clear :class:`DesignError` for anything outside the box."""
+        thickness_m = _number(thickness, "pos_thickness")
+        hint = ""
+        if 1.0 <= thickness_m <= 1000.0:
+            hint = f" (lengths are in metres: {thickness_m:g} µm is {thickness_m * 1e-6:.3g} m)"
+        _within(thickness_m, thickness_range, "pos_thickness", " m", hint)
+        return cls(thickness_m, _within(_number(porosity, "pos_porosity"), porosity_range, "pos_porosity", ""))
+
+
+@attrs.frozen
+class Conditions:
+    """Operating conditions: discharge C-rate, ambient (and initial) temperature [K], heat-transfer coefficient."""
+
+    c_rate: float
+    ambient_temperature_K: float
+    heat_transfer_coefficient: float  # W/(m2 K)
+
+    @classmethod
+    def from_identity(cls, identity: dict) -> Conditions:
+        """The conditions stored in a task identity."""
+        conditions = identity["conditions"]
+        return cls(
+            _within(_number(conditions["c_rate"], "c_rate"), C_RATE_RANGE, "c_rate", ""),
+            _within(_number(conditions["ambient_temperature_K"], "ambient_temperature_K"), AMBIENT_RANGE_K,
+                    "ambient_temperature_K", " K"),
+            _within(_number(conditions["heat_transfer_coefficient_W_m2K"], "heat_transfer_coefficient_W_m2K"),
+                    HEAT_TRANSFER_RANGE, "heat_transfer_coefficient_W_m2K", " W/(m2 K)"),
+        )
+
+
+@attrs.frozen
+class CellGeometry:
+    """What a design implies for the rest of the cell (see the module docstring for the formulas)."""
+
+    negative_thickness_m: float
+    electrode_width_m: float
+    nominal_capacity_Ah: float
+    mass_per_area_kg_m2: float
+    mass_kg: float
+
+
+def geometry(design: CellDesign) -> CellGeometry:
+    """The matched negative electrode, the electrode width that fills the can, the capacity and the mass."""
+    loading = design.thickness_m * (1 - design.porosity) / (POSITIVE_THICKNESS_0 * (1 - POSITIVE_POROSITY_0))
+    negative = NEGATIVE_THICKNESS_0 * loading
+    stack = (NEGATIVE_COLLECTOR_THICKNESS + negative + SEPARATOR_THICKNESS + design.thickness_m
+             + POSITIVE_COLLECTOR_THICKNESS)
+    width = ELECTRODE_WIDTH_0 * STACK_0 / stack
+    mass_per_area = (
+        COPPER_DENSITY * NEGATIVE_COLLECTOR_THICKNESS
+        + ALUMINIUM_DENSITY * POSITIVE_COLLECTOR_THICKNESS
+        + negative * ((1 - NEGATIVE_POROSITY) * GRAPHITE_DENSITY + NEGATIVE_POROSITY * ELECTROLYTE_DENSITY)
+        + SEPARATOR_THICKNESS * ((1 - SEPARATOR_POROSITY) * SEPARATOR_POLYMER_DENSITY
+                                 + SEPARATOR_POROSITY * ELECTROLYTE_DENSITY)
+        + design.thickness_m * ((1 - design.porosity) * NMC811_DENSITY + design.porosity * ELECTROLYTE_DENSITY)
+    )
+    return CellGeometry(
+        negative_thickness_m=negative,
+        electrode_width_m=width,
+        nominal_capacity_Ah=NOMINAL_CAPACITY_0 * loading * width / ELECTRODE_WIDTH_0,
+        mass_per_area_kg_m2=mass_per_area,
+        mass_kg=mass_per_area * ELECTRODE_HEIGHT * width,
+    )

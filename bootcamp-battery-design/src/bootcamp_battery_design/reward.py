@@ -1,0 +1,73 @@
+"""The reward: re-simulates the boxed design under the task's conditions and checks both targets."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from bootcamp_core import Reward
+
+from bootcamp_battery_design.answer import extract_design
+from bootcamp_battery_design.cell import CellDesign, Conditions, DesignError
+from bootcamp_battery_design.simulator import CellPerformance, get_simulator
+from bootcamp_battery_design.tools import design_bounds
+
+__all__ = ["CellDesignReward", "soft_score"]
+
+#: Relative energy shortfall at which the soft reward's energy half reaches 0.
+SOFT_ENERGY_SCALE = 0.10
+#: Temperature excess [K] at which the soft reward's temperature half reaches 0.
+SOFT_TEMPERATURE_SCALE_K = 10.0
+
+
+def soft_score(
+    result: CellPerformance,
+    targets: dict,
+    energy_scale: float = SOFT_ENERGY_SCALE,
+    temperature_scale_K: float = SOFT_TEMPERATURE_SCALE_K,
+) -> float:
+    """Mean of two closenesses, each 1 when its target is met and falling linearly to 0 at its scale."""
+    energy_target = float(targets["min_specific_energy_Wh_kg"])
+    shortfall = max(0.0, 1.0 - result.specific_energy_Wh_kg / energy_target)
+    excess = max(0.0, result.peak_temperature_K - float(targets["max_peak_temperature_K"]))
+    energy = max(0.0, 1.0 - shortfall / energy_scale) if energy_scale > 0 else float(shortfall == 0)
+    temperature = max(0.0, 1.0 - excess / temperature_scale_K) if temperature_scale_K > 0 else float(excess == 0)
+    return (energy + temperature) / 2
+
+
+class CellDesignReward(Reward):
+    """1.0 when the last ``\\boxed{thickness_m, porosity}`` meets both targets when simulated again, else 0.0.
+
+    The design must lie in the task's box. With the verify kwarg (or config) ``soft=True`` a design that misses gets
+    partial credit: the mean of ``1 - shortfall / soft_energy_scale`` (relative specific-energy shortfall, default
+    scale 10%) and ``1 - excess / soft_temperature_scale_K`` (peak temperature above target, default 10 K), each
+    clamped to [0, 1]; only a design meeting both targets scores 1. Tool use never enters the score.
+    """
+
+    name: ClassVar[str] = "cell_design"
+
+    def extract_output(self, output: str) -> tuple[float, float] | None:
+        """(thickness in metres, porosity) from the last ``\\boxed{...}``, or ``None``."""
+        return extract_design(output)
+
+    def verify_correction(self, extracted: Any, identity: dict, **kwargs: Any) -> float:
+        """Simulate the design under the identity's conditions (the process's shared simulator and cache)."""
+        try:
+            thickness, porosity = design_bounds(identity)
+            design = CellDesign.parse(extracted[0], extracted[1], thickness, porosity)
+            result = get_simulator().simulate(design, Conditions.from_identity(identity))
+            targets = identity["targets"]
+        except (DesignError, KeyError, TypeError, IndexError):
+            return 0.0
+        met = (result.specific_energy_Wh_kg >= float(targets["min_specific_energy_Wh_kg"])
+               and result.peak_temperature_K <= float(targets["max_peak_temperature_K"]))
+        if met:
+            return 1.0
+        if not kwargs.get("soft", self.config.get("soft", False)):
+            return 0.0
+        return soft_score(
+            result,
+            targets,
+            float(kwargs.get("soft_energy_scale", self.config.get("soft_energy_scale", SOFT_ENERGY_SCALE))),
+            float(kwargs.get("soft_temperature_scale_K",
+                             self.config.get("soft_temperature_scale_K", SOFT_TEMPERATURE_SCALE_K))),
+        )

@@ -1,0 +1,133 @@
+"""The simulator tool: one PyBaMM discharge of a design under the episode's conditions, within a call budget."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from bootcamp_core import Tool
+
+from bootcamp_battery_design.cell import POROSITY_RANGE, THICKNESS_RANGE_M, CellDesign, Conditions, DesignError
+from bootcamp_battery_design.simulator import CellPerformance, get_simulator
+
+__all__ = ["BatterySimulationTool", "DEFAULT_BUDGET", "design_bounds", "report"]
+
+#: Calls per episode when neither the identity nor the tool config sets a budget.
+DEFAULT_BUDGET = 8
+_PARAMETERS = ("pos_thickness", "pos_porosity")
+
+
+def design_bounds(identity: dict) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The task's search box (thickness in metres, porosity); the full supported box when the identity has none."""
+    bounds = identity.get("bounds") or {}
+    thickness = bounds.get("pos_thickness_m", THICKNESS_RANGE_M)
+    porosity = bounds.get("pos_porosity", POROSITY_RANGE)
+    return (float(thickness[0]), float(thickness[1])), (float(porosity[0]), float(porosity[1]))
+
+
+def report(design: CellDesign, result: CellPerformance, targets: dict) -> dict[str, Any]:
+    """What the tool shows for one simulated design."""
+    energy_met = result.specific_energy_Wh_kg >= float(targets["min_specific_energy_Wh_kg"])
+    temperature_met = result.peak_temperature_K <= float(targets["max_peak_temperature_K"])
+    return {
+        "pos_thickness_m": design.thickness_m,
+        "pos_porosity": design.porosity,
+        "specific_energy_Wh_kg": round(result.specific_energy_Wh_kg, 2),
+        "peak_temperature_K": round(result.peak_temperature_K, 2),
+        "discharge_time_s": round(result.discharge_time_s, 1),
+        "energy_Wh": round(result.energy_Wh, 3),
+        "mass_kg": round(result.mass_kg, 5),
+        "energy_target_met": energy_met,
+        "temperature_target_met": temperature_met,
+        "both_targets_met": energy_met and temperature_met,
+    }
+
+
+class BatterySimulationTool(Tool):
+    """Simulates one design per call; every call counts against the episode's budget, and past it none runs.
+
+    The conditions and targets come from the episode's identity, never from the model. The result is a JSON object
+    (see :func:`report`) plus ``calls_left``; a bad call gets a message starting with ``Error:`` and still counts.
+    """
+
+    name: ClassVar[str] = "run_battery_simulation"
+    description: ClassVar[str] = (
+        "Simulate a constant-current discharge (DFN model with lumped thermal, PyBaMM) of the cell with the given "
+        "positive electrode design under this task's operating conditions. Returns specific energy [Wh/kg], peak "
+        "temperature [K], discharge time [s], mass [kg] and whether each target is met. Limited number of calls."
+    )
+    parameters: ClassVar[dict] = {
+        "type": "object",
+        "properties": {
+            "pos_thickness": {
+                "type": "number",
+                "description": (
+                    "Positive electrode thickness in metres (not micrometres), e.g. 8.5e-05 for 85 µm; allowed "
+                    f"{THICKNESS_RANGE_M[0]:g} to {THICKNESS_RANGE_M[1]:g} unless the task says otherwise."
+                ),
+            },
+            "pos_porosity": {
+                "type": "number",
+                "description": (
+                    f"Positive electrode porosity (electrolyte volume fraction), {POROSITY_RANGE[0]:g} to "
+                    f"{POROSITY_RANGE[1]:g}; the rest is active material."
+                ),
+            },
+        },
+        "required": list(_PARAMETERS),
+        "additionalProperties": False,
+    }
+    # One simulator per process does the work anyway; in order keeps the budget's count exactly as the model reads it.
+    parallel_safe: ClassVar[bool] = False
+
+    async def create(self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any) -> str:
+        """Start an episode with its whole budget left."""
+        instance_id = await super().create(instance_id, identity, **kwargs)
+        identity = self.state(instance_id)["identity"]
+        budget = identity.get("budget", self.config.get("budget", DEFAULT_BUDGET))
+        self.state(instance_id).update(budget=int(budget), calls=0, refused=0, solved=False)
+        return instance_id
+
+    async def execute(self, instance_id: str, parameters: dict, **kwargs: Any) -> tuple[str, float, dict]:
+        """Simulate one design: (JSON result or ``Error:`` message, 0.0, ``{"calls", "calls_left", ...}``)."""
+        state = self.state(instance_id)
+        if state["calls"] >= state["budget"]:
+            state["refused"] += 1
+            text = (f"Error: the simulation budget of {state['budget']} calls is used up; nothing was simulated. "
+                    "Give your final answer.")
+            return text, 0.0, self._metrics(state, simulated=False)
+        state["calls"] += 1
+        left = state["budget"] - state["calls"]
+        identity = state["identity"]
+        try:
+            design = self._design(parameters, identity)
+            result = await get_simulator().simulate_async(design, Conditions.from_identity(identity))
+        except DesignError as error:
+            text = f"Error: {error}. Nothing was simulated; {left} call{'s' if left != 1 else ''} left."
+            return text, 0.0, self._metrics(state, simulated=False)
+        shown = report(design, result, identity["targets"])
+        state["solved"] = state["solved"] or shown["both_targets_met"]
+        shown["calls_left"] = left
+        return json.dumps(shown), 0.0, self._metrics(state, simulated=True)
+
+    @staticmethod
+    def _design(parameters: Any, identity: dict) -> CellDesign:
+        if not isinstance(parameters, dict):
+            raise DesignError(f"arguments must be an object with {' and '.join(_PARAMETERS)}")
+        unknown = sorted(set(parameters) - set(_PARAMETERS))
+        if unknown:
+            raise DesignError(f"unknown argument {unknown[0]!r}; expected {' and '.join(_PARAMETERS)}")
+        missing = [name for name in _PARAMETERS if name not in parameters]
+        if missing:
+            raise DesignError(f"missing argument {missing[0]!r}; expected {' and '.join(_PARAMETERS)}")
+        thickness, porosity = design_bounds(identity)
+        return CellDesign.parse(parameters["pos_thickness"], parameters["pos_porosity"], thickness, porosity)
+
+    @staticmethod
+    def _metrics(state: dict, simulated: bool) -> dict:
+        return {"calls": state["calls"], "calls_left": state["budget"] - state["calls"], "simulated": simulated,
+                "refused": state["refused"]}
+
+    async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
+        """1.0 when some design simulated in the episode met both targets, else 0.0."""
+        return 1.0 if self.state(instance_id)["solved"] else 0.0
