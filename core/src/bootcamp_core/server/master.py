@@ -245,6 +245,9 @@ class Master:
             route = self.router.instances.get(instance_id) if instance_id else None
             if route is not None:
                 worker = route.worker
+                if not worker.alive and action == "release":
+                    self.router.forget(instance_id)  # its state died with the worker: nothing left to release
+                    return json_response({"released": False})
                 if not worker.alive:
                     raise ApiError(503, "worker_dead",
                                    f"instance {instance_id} was on worker {worker.id} ({worker.url}), which is dead "
@@ -289,11 +292,12 @@ class Master:
                            f"{self.settings.timeout_per_query_s:g} s") from None
         except aiohttp.ClientConnectorError as error:  # nothing listens there any more: dead now, not in 15 s
             self.router.kill(worker, f"connection refused ({error.os_error})")
-            raise ApiError(503, "worker_dead", f"worker {worker.id} ({worker.url}) is unreachable: {error}") from None
+            raise ApiError(503, "worker_dead", f"worker {worker.id} ({worker.url}) is dead: connection refused; "
+                           "the episode's tool state is lost") from None
         except (aiohttp.ClientError, OSError) as error:
             self.router.kill(worker, f"{type(error).__name__}: {error}")
-            raise ApiError(503, "worker_dead", f"worker {worker.id} ({worker.url}) failed mid-call: "
-                           f"{type(error).__name__}: {error}") from None
+            raise ApiError(503, "worker_dead", f"worker {worker.id} ({worker.url}) is dead: it failed mid-call "
+                           f"({type(error).__name__}: {error}); the episode's tool state is lost") from None
 
     # ------------------------------------------------------------------------------------------- status pages
     def _alive(self) -> int:
