@@ -66,6 +66,8 @@ __all__ = [
     "next_year",
     "predictability",
     "scale_floor",
+    "scenario_drivers",
+    "spread",
 ]
 
 POLICY_KEYS = ("depreciation_rate", "interest_rate", "tax_rate", "payout_ratio", "minimum_cash_ratio")
@@ -391,17 +393,15 @@ def _scenario_driver(
     return _clip_driver(driver, typical + spread * generator.standard_normal(count))
 
 
-def predictability(company: Company, seed: int, count: int) -> dict[str, float]:
-    """Per item, how much the hidden year can still vary given the prompt's information: the standard deviation of
-    the item over ``count`` scenarios of the hidden year's drivers drawn as the hidden year itself was, given the
-    guidance (unguided drivers also carry the error of estimating their base from the visible years), never below
-    :func:`scale_floor`. Rounded to 3 significant digits so records stay byte-stable.
-    """
+def scenario_drivers(company: Company, seed: int, count: int) -> dict[str, np.ndarray]:
+    """``count`` scenarios of the hidden year's drivers, drawn as the hidden year itself was given the outlook:
+    guided drivers inside their ranges, unguided ones around their base with the year's noise plus the error of
+    estimating the base from the visible years (``noise × sqrt(1 + 1/observations)``)."""
     generator = np.random.Generator(np.random.PCG64(seed))
-    visible = company.years[:-1]
+    observed = len(company.years) - 1
     drivers: dict[str, Any] = {}
     for driver in ("revenue_growth", "gross_margin", "operating_expense_growth", *_DAYS):
-        observations = len(visible) - (1 if driver in _GROWTH_DRIVERS else 0)
+        observations = observed - (1 if driver in _GROWTH_DRIVERS else 0)
         drivers[driver] = _scenario_driver(
             generator, count, driver, company, observations, drivers.get("revenue_growth")
         )
@@ -412,12 +412,27 @@ def predictability(company: Company, seed: int, count: int) -> dict[str, float]:
         spend = np.rint((low + high) / 2 + _truncated_array(generator, count, (high - low) / 2))
         drivers["capital_expenditure"] = np.clip(spend, low, high).astype(np.int64)
     drivers["share_issue"] = np.full(count, company.outlook["share_issue"], dtype=np.int64)
-    scenarios = next_year(visible[-1], drivers, company.policies)
-    values = np.stack([np.broadcast_to(scenarios[key], (count,)) for key in ITEM_KEYS]).astype(float)
-    # math.fsum is exactly rounded: the same bytes on every machine, unlike a vectorised sum
+    return drivers
+
+
+def spread(values: np.ndarray, floor: float) -> list[float]:
+    """Per row, the population standard deviation, never below ``floor``, to 3 significant digits.
+
+    ``math.fsum`` is exactly rounded, so the same values give the same bytes on every machine (a vectorised sum may
+    add in another order).
+    """
+    count = values.shape[1]
     means = [math.fsum(row) / count for row in values.tolist()]
     squares = ((values - np.asarray(means)[:, None]) ** 2).tolist()
-    floor = scale_floor(visible[-1])
-    return {
-        key: float(f"{max(math.sqrt(math.fsum(row) / count), floor):.3g}") for key, row in zip(ITEM_KEYS, squares)
-    }
+    return [float(f"{max(math.sqrt(math.fsum(row) / count), floor):.3g}") for row in squares]
+
+
+def predictability(company: Company, seed: int, count: int) -> dict[str, float]:
+    """Per item, how much the hidden year can still vary given the prompt's information: its standard deviation
+    over :func:`scenario_drivers` run through :func:`next_year` from the last visible year, never below
+    :func:`scale_floor`, rounded to 3 significant digits so records stay byte-stable.
+    """
+    last_visible = company.years[-2]
+    scenarios = next_year(last_visible, scenario_drivers(company, seed, count), company.policies)
+    values = np.stack([np.broadcast_to(scenarios[key], (count,)) for key in ITEM_KEYS]).astype(float)
+    return dict(zip(ITEM_KEYS, spread(values, scale_floor(last_visible))))
