@@ -415,3 +415,24 @@ def test_router_picks_the_least_loaded_live_worker_per_bootcamp():
 def test_dashboard_render_without_workers():
     page = render_dashboard({"ready": False, "expected_workers": 2, "instances": 0, "workers": [], "host": {}})
     assert "no worker has registered yet" in page and "0 of 0 worker(s) online" in page
+
+
+def test_every_route_is_documented():
+    from bootcamp_core.server.master import Master, MasterSettings
+    from bootcamp_core.server.worker import ToolHost, Worker, WorkerSettings
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "tool-server.md").read_text(encoding="utf-8")
+    host = ToolHost({}, {}, WorkerSettings())
+    try:
+        apps = [Master(MasterSettings()).app(), Worker(host, host.settings).app()]
+    finally:
+        host.loop.close()
+    for app in apps:
+        for route in app.routes:
+            for method in sorted(route.methods - {"HEAD"}):
+                path = route.path.replace("{action}", "")
+                if "{action}" in route.path:
+                    for action in ("create", "execute", "calc_reward", "release"):
+                        assert f"`{method} {path}{action}`" in docs, (method, path, action)
+                else:
+                    assert f"`{method} {path}`" in docs, (method, path)
