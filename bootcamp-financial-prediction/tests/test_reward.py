@@ -221,4 +221,5 @@ def test_parse_answer_reports_what_is_wrong() -> None:
     assert parsed.invalid == ("cash",) and parsed.unknown == ("colour",)
     assert len(parsed.missing) == 19
     assert parse_answer('```json\n{"revenue": 1e999}\n```').invalid == ("revenue",)
+    assert parse_answer('```json\n{"revenue": -2e15, "cash": "1e15"}\n```').invalid == ("revenue",)
     assert parse_answer("[" * 5000) is None

@@ -141,7 +141,7 @@ def check_statements(
         if identity.needs_previous and previous is None:
             continue
         difference = float(identity.residual(year, previous))
-        if abs(difference) > tolerance:
+        if not abs(difference) <= tolerance:  # NaN fails too
             failures.append(Failure(identity.name, identity.formula, difference))
     for key in NON_NEGATIVE:
         if year[key] < -tolerance:

@@ -26,6 +26,8 @@ for _item in LINE_ITEMS:
     for _name in (_item.key, _item.english, _item.chinese):
         _ALIASES[re.sub(r"[\s_]+", "", _name).lower()] = _item.key
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\Z")
+#: Largest amount accepted (in thousands): far beyond any company, small enough that sums stay exact and finite.
+MAX_AMOUNT = 1e15
 
 
 @attrs.frozen
@@ -56,7 +58,7 @@ def _number(value: Any) -> float | None:
         number = -float(text) if negative else float(text)
     else:
         return None
-    return number if math.isfinite(number) else None
+    return number if math.isfinite(number) and abs(number) <= MAX_AMOUNT else None
 
 
 def read_statements(data: Any) -> ParsedStatements | None:

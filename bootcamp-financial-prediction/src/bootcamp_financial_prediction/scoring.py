@@ -7,8 +7,8 @@
   scenarios of the hidden year's drivers drawn as the hidden year was, given the guidance; see
   :func:`bootcamp_financial_prediction.simulator.predictability`), never below 0.1% of the company's size. So an
   error counts in units of what could not be known: the exact hidden year scores 1, a forecast one scale off on
-  every item ``exp(-1/8) ≈ 0.88`` (with ``sigmas = 2``), and a legitimately zero item (no borrowings, no dividends)
-  forecast as 0 scores 1 on that item with no division by zero.
+  every item ``exp(-1/4.5) ≈ 0.80`` (with the default ``sigmas = 1.5``), and a legitimately zero item (no
+  borrowings, no dividends) forecast as 0 scores 1 on that item with no division by zero.
 - **gate** — 1 when every accounting identity holds within the tolerance (``consistency_tolerance`` × the last
   visible year's total assets, at least 1 unit) and no amount that must be positive is negative; else 0.
 - **penalty** — ``guidance_penalty`` × Σ over broken policies and announcements of ``min(1, excess / allowance)``:

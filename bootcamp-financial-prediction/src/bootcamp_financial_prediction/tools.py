@@ -67,7 +67,7 @@ def _statements(parameters: Any) -> ParsedStatements:
     if parsed is None:
         raise ToolInputError("statements must be an object of line items such as revenue, net_income, cash")
     if parsed.invalid:
-        raise ToolInputError(f"not a finite number: {', '.join(parsed.invalid)}")
+        raise ToolInputError(f"not a number of at most 1e15 in size: {', '.join(parsed.invalid)}")
     return parsed
 
 
