@@ -156,10 +156,7 @@ def _ratio(numerator: float, denominator: float, name: str, scale: float = 1.0) 
 
 
 def ratios(year: Mapping[str, float], previous: Mapping[str, float] | None) -> tuple[dict, dict]:
-    """(ratio key → value or None, ratio key → why it is undefined) for one year's statements.
-
-    A ratio is ``None`` (never inf or NaN) when its denominator is 0 or an item it needs is missing.
-    """
+    """(ratio → value, or ``None`` when its denominator is 0 or an item is missing; ratio → why it is undefined)."""
     missing = [key for key in ITEM_KEYS if key not in year]
 
     def get(key: str) -> float:

@@ -19,8 +19,9 @@ _CHECK = "check_consistency"
 
 
 class DriverModelAnalyst(ReferenceAgent):
-    """Reads only the conversation (never the identity, so never the hidden year): forecasts with the driver model
-    of :mod:`bootcamp_financial_prediction.forecast`, asks ``check_consistency`` once, then answers."""
+    """Forecasts with the driver model from the prompt's figures, asks ``check_consistency`` once, then answers."""
+
+    # It reads only the conversation, never the identity it is handed, so it cannot see the hidden year.
 
     name: ClassVar[str] = "driver_model_analyst"
     generators: ClassVar[tuple[str, ...]] = ("forecast",)

@@ -85,9 +85,7 @@ def read_statements(data: Any) -> ParsedStatements | None:
 
 
 def parse_answer(text: Any) -> ParsedStatements | None:
-    """The statements in the last fenced JSON block of ``text`` that holds any line item (or in the whole text when
-    it is a bare JSON object); ``None`` when there is none.
-    """
+    """The statements of the last fenced JSON block holding any line item (or of a bare JSON text), else ``None``."""
     if not isinstance(text, str):
         return None
     candidates = [match.group(1) for match in _FENCE.finditer(text)]

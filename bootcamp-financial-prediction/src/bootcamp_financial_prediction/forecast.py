@@ -39,8 +39,8 @@ def _mean(values: Sequence[float], default: float) -> float:
 
 
 def _elasticity(revenue_growth: Sequence[float], expense_growth: Sequence[float], forecast_growth: float) -> float:
-    """Least squares through the origin of expense growth on revenue growth, over the years whose revenue moved the
-    same way as the forecast's (costs are sticky: they fall less than they rise)."""
+    """Least squares through the origin of expense growth on revenue growth, in [0, 1.2]."""
+    # only the years whose revenue moved the same way as the forecast's: costs are sticky, they fall less than rise
     pairs = list(zip(revenue_growth, expense_growth))
     same_way = [(g, o) for g, o in pairs if (g >= 0) == (forecast_growth >= 0)]
     for chosen in (same_way, pairs):

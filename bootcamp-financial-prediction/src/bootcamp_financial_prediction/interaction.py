@@ -20,8 +20,7 @@ MAX_UNANSWERED = 3
 
 
 class AnswerFeedback(Interaction):
-    """A well-formed forecast (all 21 items, numbers) ends the episode and is scored; anything else gets feedback
-    naming what is wrong, up to ``max_unanswered`` turns."""
+    """A complete forecast ends the episode and is scored; anything else gets feedback, up to ``max_unanswered``."""
 
     name: ClassVar[str] = "answer_feedback"
 

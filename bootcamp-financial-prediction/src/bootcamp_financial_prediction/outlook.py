@@ -70,11 +70,8 @@ def _guided_value(forecast: Mapping[str, float], previous: Mapping[str, float], 
 
 
 def check_outlook(forecast: Mapping[str, float], public: Mapping, tolerance: float) -> list[Breach]:
-    """Every announced range, announcement or policy the forecast breaks, with how far off it is.
-
-    Guided ratios may be off by 0.05 percentage point and guided days by half a day (the rounding to whole units);
-    money amounts by ``tolerance``.
-    """
+    """Every announced range, announcement or policy the forecast breaks, with how far off it is."""
+    # slack for the rounding to whole units: 0.05 percentage point on a ratio, half a day, ``tolerance`` on money
     previous = public["statements"][-1]
     outlook = public["outlook"]
     policies = public["policies"]

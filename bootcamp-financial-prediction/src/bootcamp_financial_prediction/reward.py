@@ -14,8 +14,7 @@ __all__ = ["ForecastReward"]
 
 
 class ForecastReward(Reward):
-    """``gate × max(0, accuracy − penalty)``: accuracy per item in units of its predictability, 0 for statements
-    that break an identity, a penalty for ignoring the outlook and policies. Tool use never enters the score."""
+    """``gate × max(0, accuracy − penalty)`` (see :mod:`bootcamp_financial_prediction.scoring`); tools never count."""
 
     name: ClassVar[str] = "forecast"
 

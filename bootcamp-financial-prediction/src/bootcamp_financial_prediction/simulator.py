@@ -111,11 +111,9 @@ def _minimum(left: Any, right: Any) -> Any:
 
 
 def next_year(previous: Mapping[str, Any], drivers: Mapping[str, Any], policies: Mapping[str, float]) -> dict:
-    """The 21 items of a year from the year before, its drivers and the company's policies (see the module doc).
-
-    With scalar drivers every item is an ``int``; with arrays of drivers (one value per scenario) the items that
-    depend on them are ``int64`` arrays. Both paths use IEEE double products and the same rounding, so they agree.
-    """
+    """The 21 items of a year from the year before, its drivers and the company's policies (see the module doc)."""
+    # Scalar drivers give ints; arrays (one value per scenario) give int64 arrays for the items that depend on them.
+    # Both paths use the same IEEE double products and the same rounding, so they agree exactly.
     prev = {key: int(previous[key]) for key in OPENING_KEYS}
     capital_expenditure = drivers["capital_expenditure"]
     share_issue = drivers["share_issue"]
@@ -310,7 +308,7 @@ def _hidden_drivers(
     centers: dict[str, float] = {}
     for driver in ("revenue_growth", "gross_margin", "operating_expense_growth", *_DAYS):
         guided = GUIDABLE[driver] in settings.guidance
-        if driver == "operating_expense_growth":
+        if driver == "operating_expense_growth":  # what management plans for the revenue it expects
             typical = float(_opex_growth(base, centers["revenue_growth"]))
         else:
             typical = base[driver]
@@ -326,7 +324,7 @@ def _hidden_drivers(
         else:
             outlook[driver] = None
             centers[driver] = typical
-            if driver == "operating_expense_growth":
+            if driver == "operating_expense_growth":  # unguided costs follow the revenue actually realised
                 typical = float(_opex_growth(base, drivers["revenue_growth"]))
             drivers[driver] = float(_clip_driver(driver, typical + shock))
     planned = base["capex_ratio"] * previous["revenue"] * (1 + centers["revenue_growth"])
@@ -394,9 +392,9 @@ def _scenario_driver(
 
 
 def scenario_drivers(company: Company, seed: int, count: int) -> dict[str, np.ndarray]:
-    """``count`` scenarios of the hidden year's drivers, drawn as the hidden year itself was given the outlook:
-    guided drivers inside their ranges, unguided ones around their base with the year's noise plus the error of
-    estimating the base from the visible years (``noise × sqrt(1 + 1/observations)``)."""
+    """``count`` scenarios of the hidden year's drivers, drawn as the hidden year itself was given the outlook."""
+    # Guided drivers inside their ranges; unguided ones around their base with the year's noise plus the error of
+    # estimating the base from the visible years: noise × sqrt(1 + 1/observations).
     generator = np.random.Generator(np.random.PCG64(seed))
     observed = len(company.years) - 1
     drivers: dict[str, Any] = {}
@@ -416,11 +414,9 @@ def scenario_drivers(company: Company, seed: int, count: int) -> dict[str, np.nd
 
 
 def spread(values: np.ndarray, floor: float) -> list[float]:
-    """Per row, the population standard deviation, never below ``floor``, to 3 significant digits.
-
-    ``math.fsum`` is exactly rounded, so the same values give the same bytes on every machine (a vectorised sum may
-    add in another order).
-    """
+    """Per row, the population standard deviation, never below ``floor``, to 3 significant digits."""
+    # math.fsum is exactly rounded: the same values give the same bytes on every machine, whatever order a
+    # vectorised sum would add them in
     count = values.shape[1]
     means = [math.fsum(row) / count for row in values.tolist()]
     squares = ((values - np.asarray(means)[:, None]) ** 2).tolist()
@@ -428,10 +424,7 @@ def spread(values: np.ndarray, floor: float) -> list[float]:
 
 
 def predictability(company: Company, seed: int, count: int) -> dict[str, float]:
-    """Per item, how much the hidden year can still vary given the prompt's information: its standard deviation
-    over :func:`scenario_drivers` run through :func:`next_year` from the last visible year, never below
-    :func:`scale_floor`, rounded to 3 significant digits so records stay byte-stable.
-    """
+    """Per item, its spread over :func:`scenario_drivers`: how much the hidden year can vary given the prompt."""
     last_visible = company.years[-2]
     scenarios = next_year(last_visible, scenario_drivers(company, seed, count), company.policies)
     values = np.stack([np.broadcast_to(scenarios[key], (count,)) for key in ITEM_KEYS]).astype(float)

@@ -137,8 +137,7 @@ class CalculateMetricsTool(_StatementsTool):
 
 
 class CheckConsistencyTool(_StatementsTool):
-    """Which accounting identities a set of statements breaks (against the last visible year) and by how much, plus
-    the policies and announcements it does not follow."""
+    """The identities (against the last visible year), policies and announcements a set of statements breaks."""
 
     name: ClassVar[str] = "check_consistency"
     description: ClassVar[str] = (
