@@ -23,9 +23,10 @@ ATTEMPTS = 3
 DIGITS = (4, 6)
 
 
-def plan_waypoints(task: Task, rng: random.Random, settings: PlannerSettings = PlannerSettings()
+def plan_waypoints(task: Task, rng: random.Random, settings: PlannerSettings | None = None
                    ) -> list[list[float]] | None:
     """A rounded path that the judge (on this thread's simulator) finds solving the task, or ``None``."""
+    settings = settings or PlannerSettings()
     for attempt in range(ATTEMPTS):
         path = Planner(task, rng, attrs.evolve(settings, max_iterations=settings.max_iterations << attempt)).plan()
         if path is None:

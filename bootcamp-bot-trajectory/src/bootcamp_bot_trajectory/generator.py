@@ -81,7 +81,7 @@ class _Settings:
         self.min_half_extent = self._number(settings, "min_half_extent", 0.005, 0.5)
         self.max_half_extent = self._number(settings, "max_half_extent", self.min_half_extent, 0.5)
         self.clearance = self._number(settings, "clearance", 0.001, 0.2)
-        self.min_travel = self._number(settings, "min_travel", 0.0, 1.5)
+        self.min_travel = self._number(settings, "min_travel", 0.0, 2.0)
         self.forward_kinematics_budget = self._integer(settings, "forward_kinematics_budget", 0, 10_000)
         self.check_path_budget = self._integer(settings, "check_path_budget", 0, 10_000)
         for key in ("hidden_obstacles", "floor"):

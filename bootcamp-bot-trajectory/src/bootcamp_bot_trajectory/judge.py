@@ -16,7 +16,7 @@ from bootcamp_bot_trajectory.robot import (
 )
 from bootcamp_bot_trajectory.simulator import Contact, Simulator, simulator
 
-__all__ = ["PathReport", "SOLVED", "judge_path"]
+__all__ = ["SOLVED", "PathReport", "judge_path"]
 
 #: The sentence a report ends with when the path solves the task (the reference agent looks for it).
 SOLVED = "Verdict: this path solves the task."
@@ -76,10 +76,9 @@ class PathReport:
 
     def describe(self) -> str:
         """The report as the model reads it (``check_path``'s output, before the calls left)."""
-        lines = [
-            f"Checked {self.checked} of {self.total} configurations along {self.waypoints} waypoint"
-            f"{'s' if self.waypoints != 1 else ''} (steps of at most {self.resolution:g} rad per joint)."
-        ]
+        plural = "s" if self.waypoints != 1 else ""
+        lines = [(f"Checked {self.checked} of {self.total} configurations along {self.waypoints} waypoint{plural} "
+                  f"(steps of at most {self.resolution:g} rad per joint).")]
         if self.limit_problem is not None:
             lines.append(f"Stopped: {self.limit_problem}.")
         elif self.contacts:

@@ -75,11 +75,11 @@ _TRAPPED, _ADVANCED, _REACHED = 0, 1, 2
 class Planner:
     """Plans one task on a simulator of its own (privileged: it sees every obstacle, hidden or not)."""
 
-    def __init__(self, task: Task, rng: random.Random, settings: PlannerSettings = PlannerSettings(),
+    def __init__(self, task: Task, rng: random.Random, settings: PlannerSettings | None = None,
                  sim: Simulator | None = None) -> None:
         self.task = task
         self.rng = rng
-        self.settings = settings
+        self.settings = settings or PlannerSettings()
         self.sim = sim or simulator()
         self.checks = 0  # collision queries made, for benchmarks
 

@@ -16,7 +16,7 @@ __all__ = ["SOFT_WEIGHTS", "TrajectoryReward", "soft_score"]
 #: Weights of the soft reward's parts: collision-free share, closeness to the target, shortness (only when solved).
 SOFT_WEIGHTS = {"free": 0.4, "target": 0.4, "length": 0.2}
 #: Metres beyond the tolerance over which the soft reward's closeness part falls from 1 to 0.
-SOFT_DISTANCE = 0.5
+SOFT_DISTANCE = 1.0
 
 
 def soft_score(report: PathReport, length: float, witness_length: float, distance_scale: float = SOFT_DISTANCE

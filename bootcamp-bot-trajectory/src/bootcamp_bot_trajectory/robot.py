@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -19,8 +20,8 @@ __all__ = [
     "IdentityError",
     "PathError",
     "Task",
-    "limit_violations",
     "describe_violations",
+    "limit_violations",
     "link_name",
     "parse_configuration",
     "parse_waypoints",
@@ -150,12 +151,12 @@ def path_samples(waypoints: Sequence[Sequence[float]], resolution: float) -> Ite
 
 def sample_count(waypoints: Sequence[Sequence[float]], resolution: float) -> int:
     """How many configurations :func:`path_samples` yields."""
-    return 1 + sum(segment_steps(a, b, resolution) for a, b in zip(waypoints, waypoints[1:]))
+    return 1 + sum(segment_steps(a, b, resolution) for a, b in itertools.pairwise(waypoints))
 
 
 def path_length(waypoints: Sequence[Sequence[float]]) -> float:
     """Joint-space length: the sum of the Euclidean lengths of the segments, in radians."""
-    return sum(math.dist(a, b) for a, b in zip(waypoints, waypoints[1:]))
+    return sum(math.dist(a, b) for a, b in itertools.pairwise(waypoints))
 
 
 class IdentityError(ValueError):

@@ -223,13 +223,16 @@ class Simulator:
         """Every penetration in ``configuration``, deepest first."""
         found = []
         for point in self._penetrations(configuration):
-            body, link = point[2], point[4]
+            body, link, position = point[2], point[3], point[5]
             if body == self.robot:
-                other, obstacle = f"{link_name(link)} of the arm itself", None
+                # named from the link further out (the one that moved into the other), as "link 5 ... its base"
+                inner, link = sorted((link, point[4]))
+                if link != point[3]:
+                    position = point[6]
+                other, obstacle = f"{link_name(inner)} of the arm itself", None
             else:
                 other, obstacle = self._names.get(body, (f"body {body}", None))
-            found.append(Contact(link=point[3], other=other, obstacle=obstacle, depth=-point[8],
-                                 position=tuple(point[5])))
+            found.append(Contact(link=link, other=other, obstacle=obstacle, depth=-point[8], position=tuple(position)))
         found.sort(key=lambda contact: -contact.depth)
         return found
 
@@ -265,11 +268,8 @@ class Simulator:
 
 def _disconnect(pybullet: Any, client: int, pid: int) -> None:
     # a forked child holds a copy of its parent's client: that one is the parent's to close
-    if os.getpid() == pid:
-        try:
-            pybullet.disconnect(physicsClientId=client)
-        except Exception:  # already gone at interpreter exit
-            pass
+    if os.getpid() == pid and pybullet.isConnected(physicsClientId=client):
+        pybullet.disconnect(physicsClientId=client)
 
 
 _local = threading.local()
