@@ -1,0 +1,80 @@
+"""The interaction: ends the episode once the tool output says the match is over, and otherwise reminds the model
+to keep playing. It reads only the messages (DESIGN.md), never the tools' state."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from bootcamp_core import Interaction
+from bootcamp_core.rollout import message_text
+
+from bootcamp_texas_holdem.game import MATCH_OVER, match_score
+
+__all__ = ["TableFeedback", "match_status"]
+
+#: Reminders given before the episode ends with the match unfinished (the hands left then count as folded).
+MAX_REMINDERS = 3
+
+_RESULT = re.compile(rf"^{re.escape(MATCH_OVER)}:.* You (won|lost) (\d+) chips in total", re.MULTILINE)
+_HAND = re.compile(r"^Hand (\d+) of (\d+)\b", re.MULTILINE)
+
+
+def match_status(messages: list[dict]) -> tuple[bool, int | None, str | None]:
+    """From the tool outputs in ``messages``: (match over, chips won if over, the latest ``"hand k of n"``)."""
+    hand = None
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "tool":
+            continue
+        text = message_text(message.get("content"))
+        result = _RESULT.search(text)
+        if result:
+            chips = int(result.group(2))
+            return True, chips if result.group(1) == "won" else -chips, None
+        for found in _HAND.finditer(text):
+            hand = f"hand {found.group(1)} of {found.group(2)}"
+    return False, None, hand
+
+
+class TableFeedback(Interaction):
+    """Ends the episode when the match is over; until then reminds the model to act, at most ``max_reminders`` times."""
+
+    name: ClassVar[str] = "table_feedback"
+
+    async def start_interaction(
+        self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any
+    ) -> str:
+        """Start an episode with no reminders given."""
+        instance_id = await super().start_interaction(instance_id, identity, **kwargs)
+        self.state(instance_id).update(reminders=0, score=0.0)
+        return instance_id
+
+    async def generate_response(
+        self, instance_id: str, messages: list[dict], **kwargs: Any
+    ) -> tuple[bool, str, float, dict]:
+        """(terminate, feedback, turn score, ``{"match_over", "reminders"}``) for a turn without tool calls."""
+        state = self.state(instance_id)
+        over, chips, hand = match_status(messages)
+        if over:
+            scale = (state["identity"] or {}).get("score_scale")
+            try:
+                state["score"] = match_score(float(chips), float(scale))
+            except (TypeError, ValueError, ZeroDivisionError):
+                state["score"] = 0.0
+            return True, "The match is over. Thank you for playing.", state["score"], {
+                "match_over": True, "reminders": state["reminders"],
+            }
+        state["reminders"] += 1
+        extra = {"match_over": False, "reminders": state["reminders"]}
+        if state["reminders"] > int(self.config.get("max_reminders", MAX_REMINDERS)):
+            return True, "The episode ends here with the match unfinished: the hands left count as folded.", 0.0, extra
+        where = f"{hand} is waiting for your action" if hand else "you have not looked at the table yet"
+        feedback = (
+            f"The match is not over yet: {where}. Keep playing: call `act` with your decision (`table` shows the "
+            "table). Play until the tool output says the match is over; hands left unplayed count as folded."
+        )
+        return False, feedback, 0.0, extra
+
+    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
+        """The match score read from the final tool output, 0 until the match is over."""
+        return float(self.state(instance_id)["score"])
