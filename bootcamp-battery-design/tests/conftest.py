@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from bootcamp_core.plugins import Registry
-
 from bootcamp_battery_design.simulator import CellSimulator, get_simulator
+from bootcamp_core.plugins import Registry
 
 #: This bootcamp's entry-point name.
 namespace = "battery_design"
@@ -28,3 +27,28 @@ def registry() -> Iterator[Registry]:
 def simulator() -> CellSimulator:
     """The process's simulator (the PyBaMM model is built once per process, on its first solve)."""
     return get_simulator()
+
+
+def _make_identity(
+    *,
+    c_rate: float = 1.0,
+    energy: float = 270.0,
+    temperature: float = 315.0,
+    budget: int = 8,
+    oracle: tuple[float, float] = (8.7654e-05, 0.3456),
+) -> dict:
+    """A hand-written task identity at cheap (1C) conditions; the oracle has digits that are easy to spot."""
+    return {
+        "conditions": {"c_rate": c_rate, "ambient_temperature_K": 298.15, "heat_transfer_coefficient_W_m2K": 10.0},
+        "targets": {"min_specific_energy_Wh_kg": energy, "max_peak_temperature_K": temperature},
+        "bounds": {"pos_thickness_m": [4e-05, 0.00014], "pos_porosity": [0.2, 0.5]},
+        "budget": budget,
+        "oracle": {"pos_thickness_m": oracle[0], "pos_porosity": oracle[1], "specific_energy_Wh_kg": 271.234,
+                   "peak_temperature_K": 313.987},
+    }
+
+
+@pytest.fixture(scope="session")
+def make_identity():
+    """Builds hand-written task identities (see ``_make_identity``)."""
+    return _make_identity

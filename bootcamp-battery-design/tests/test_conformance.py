@@ -1,6 +1,5 @@
-from bootcamp_core.testing import BootcampConformance
-
 from bootcamp_battery_design.answer import format_answer
+from bootcamp_core.testing import BootcampConformance
 
 
 class TestConformance(BootcampConformance):

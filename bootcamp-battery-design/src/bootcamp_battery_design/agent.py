@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import math
 import random
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import attrs
-
 from bootcamp_core import ReferenceAgent
 from bootcamp_core.rollout import message_text
 

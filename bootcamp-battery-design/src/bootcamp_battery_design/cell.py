@@ -32,14 +32,14 @@ from typing import Any
 import attrs
 
 __all__ = [
-    "THICKNESS_RANGE_M",
-    "POROSITY_RANGE",
-    "C_RATE_RANGE",
     "AMBIENT_RANGE_K",
+    "C_RATE_RANGE",
     "HEAT_TRANSFER_RANGE",
+    "POROSITY_RANGE",
+    "THICKNESS_RANGE_M",
     "CellDesign",
-    "Conditions",
     "CellGeometry",
+    "Conditions",
     "DesignError",
     "geometry",
 ]

@@ -179,7 +179,7 @@ class CellSimulator:
                 self.stats.cache_hits += 1
                 return self._cache[key], None
             future = self._pending.get(key)
-            if future is not None:
+            if future is not None and not future.cancelled():
                 self.stats.cache_hits += 1
                 return None, future
             future = self._executor.submit(self._solve, key)
@@ -243,7 +243,8 @@ class CellSimulator:
             import anyio
 
             return await anyio.to_thread.run_sync(future.result)
-        return await asyncio.wrap_future(future)
+        # Shielded: a cancelled caller (a tool timeout) must not cancel the solve that other callers share.
+        return await asyncio.shield(asyncio.wrap_future(future))
 
     def clear_cache(self) -> None:
         """Forget every cached result (the built model stays)."""

@@ -10,7 +10,7 @@ from bootcamp_core import Tool
 from bootcamp_battery_design.cell import POROSITY_RANGE, THICKNESS_RANGE_M, CellDesign, Conditions, DesignError
 from bootcamp_battery_design.simulator import CellPerformance, get_simulator
 
-__all__ = ["BatterySimulationTool", "DEFAULT_BUDGET", "design_bounds", "report"]
+__all__ = ["DEFAULT_BUDGET", "BatterySimulationTool", "design_bounds", "report"]
 
 #: Calls per episode when neither the identity nor the tool config sets a budget.
 DEFAULT_BUDGET = 8

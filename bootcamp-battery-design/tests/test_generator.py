@@ -1,0 +1,135 @@
+"""The generator: solvable targets from a simulated hidden oracle, determinism, clear config errors, no leaks."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from bootcamp_battery_design.answer import ANSWER_FORMAT
+from bootcamp_battery_design.cell import CellDesign, Conditions
+from bootcamp_battery_design.generator import CellDesignGenerator
+from bootcamp_battery_design.simulator import CellSimulator
+from bootcamp_core import ConfigError, GenerationError
+from bootcamp_core.generate import config_for_bootcamp, iter_records
+from bootcamp_core.plugins import Registry
+
+SEEDS = range(6)
+
+
+@pytest.fixture(scope="module")
+def generator(registry: Registry) -> CellDesignGenerator:
+    return registry.component("generator", "battery_design/cell_design")
+
+
+@pytest.fixture(scope="module")
+def identities(generator: CellDesignGenerator) -> list[dict]:
+    return [generator.case_generator(random.Random(seed)) for seed in SEEDS]
+
+
+def test_the_oracle_meets_the_targets_it_set(identities: list[dict], simulator: CellSimulator) -> None:
+    for identity in identities:
+        oracle, targets = identity["oracle"], identity["targets"]
+        result = simulator.simulate(CellDesign(oracle["pos_thickness_m"], oracle["pos_porosity"]),
+                                    Conditions.from_identity(identity))
+        assert result.specific_energy_Wh_kg >= targets["min_specific_energy_Wh_kg"]
+        assert result.peak_temperature_K <= targets["max_peak_temperature_K"]
+        # 99% of its energy (rounded down to 0.1 Wh/kg) and its peak + 1 K (rounded up to 0.01 K)
+        assert 0 <= 0.99 * result.specific_energy_Wh_kg - targets["min_specific_energy_Wh_kg"] < 0.1
+        assert 0 <= targets["max_peak_temperature_K"] - (result.peak_temperature_K + 1.0) < 0.01
+        assert oracle["specific_energy_Wh_kg"] == round(result.specific_energy_Wh_kg, 3)
+        # a sensible design: not transport-limited, and where the lumped thermal model means something
+        assert result.utilisation >= 0.8 and result.peak_temperature_K <= 345.0
+
+
+def test_everything_drawn_lies_in_its_ranges(identities: list[dict]) -> None:
+    for identity in identities:
+        oracle, conditions = identity["oracle"], identity["conditions"]
+        assert 4e-05 <= oracle["pos_thickness_m"] <= 1.4e-04 and 0.2 <= oracle["pos_porosity"] <= 0.5
+        assert 0.5 <= conditions["c_rate"] <= 2.0
+        assert 288.15 <= conditions["ambient_temperature_K"] <= 308.15
+        assert 10 <= conditions["heat_transfer_coefficient_W_m2K"] <= 40
+        assert identity["bounds"] == {"pos_thickness_m": [4e-05, 0.00014], "pos_porosity": [0.2, 0.5]}
+        assert identity["budget"] == 8
+    assert len({json.dumps(identity, sort_keys=True) for identity in identities}) == len(identities)
+
+
+def test_same_seed_same_task_and_only_the_given_rng_is_used(generator: CellDesignGenerator,
+                                                            identities: list[dict]) -> None:
+    random.seed(1234)
+    state = random.getstate()
+    assert generator.case_generator(random.Random(SEEDS[2])) == identities[2]
+    assert random.getstate() == state
+
+
+def test_the_prompt_states_the_task_but_never_the_oracle(generator: CellDesignGenerator,
+                                                         identities: list[dict]) -> None:
+    for identity in identities:
+        prompt = generator.prompt_func(identity, random.Random(0))
+        conditions, targets = identity["conditions"], identity["targets"]
+        for shown in (f"{conditions['c_rate']:g}C", f"{conditions['ambient_temperature_K']:g} K",
+                      f"{targets['min_specific_energy_Wh_kg']:g} Wh/kg", f"{targets['max_peak_temperature_K']:g} K",
+                      "at most 8 times", ANSWER_FORMAT, "metres"):
+            assert shown in prompt
+        oracle = identity["oracle"]
+        thickness_um = oracle["pos_thickness_m"] * 1e6
+        for hidden in (repr(oracle["pos_thickness_m"]), f"{oracle['pos_thickness_m']:g}", f"{thickness_um:.1f}",
+                       f"{oracle['pos_porosity']:g}", f"{oracle['specific_energy_Wh_kg']:.1f}",
+                       f"{oracle['peak_temperature_K']:.1f}", "oracle"):
+            assert hidden not in prompt
+
+
+def test_records_keep_the_oracle_out_of_the_prompt(registry: Registry) -> None:
+    config = config_for_bootcamp("battery_design", registry, overrides={"split_samples": "test:3"})
+    for record in iter_records(config, "test", registry):
+        prompt = json.dumps(record["prompt"])
+        oracle = record["reward_model"]["ground_truth"]["oracle"]
+        assert repr(oracle["pos_thickness_m"]) not in prompt and f"{oracle['pos_porosity']:g}" not in prompt
+        assert record["extra_info"]["tools_kwargs"]["run_battery_simulation"]["create_kwargs"]["identity"][
+            "oracle"] == oracle  # server-side only, where the reward and tool live
+
+
+def test_the_default_config_has_three_rate_levels(registry: Registry) -> None:
+    config = config_for_bootcamp("battery_design", registry, overrides={"split_samples": "test:3"})
+    levels = {record["extra_info"]["generator_name"]: record["reward_model"]["ground_truth"]["conditions"]["c_rate"]
+              for record in iter_records(config, "test", registry)}
+    assert set(levels) == {"gentle", "moderate", "fast"}
+    assert 0.5 <= levels["gentle"] <= 1.0 <= levels["moderate"] <= 1.5 <= levels["fast"] <= 2.0
+
+
+def test_settings_shape_the_task(simulator: CellSimulator) -> None:
+    generator = CellDesignGenerator(c_rate=[1.0, 1.0], pos_porosity=[0.3, 0.4], budget=5, energy_fraction=0.95,
+                                    temperature_margin_K=3.0)
+    identity = generator.case_generator(random.Random(7))
+    assert identity["conditions"]["c_rate"] == 1.0 and identity["budget"] == 5
+    assert identity["bounds"]["pos_porosity"] == [0.3, 0.4] and 0.3 <= identity["oracle"]["pos_porosity"] <= 0.4
+    result = simulator.simulate(CellDesign(identity["oracle"]["pos_thickness_m"], identity["oracle"]["pos_porosity"]),
+                                Conditions.from_identity(identity))
+    assert identity["targets"]["min_specific_energy_Wh_kg"] == pytest.approx(0.95 * result.specific_energy_Wh_kg,
+                                                                              abs=0.1)
+    assert identity["targets"]["max_peak_temperature_K"] == pytest.approx(result.peak_temperature_K + 3.0, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"c_rate": [2.0, 1.0]}, "c_rate must satisfy 0.5 <= low <= high <= 2"),
+        ({"c_rate": [1.0, 3.0]}, "c_rate must satisfy"),
+        ({"heat_transfer_coefficient": 5}, "heat_transfer_coefficient must be a [low, high] pair"),
+        ({"pos_thickness_m": [40, 140]}, "pos_thickness_m must satisfy 4e-05 <= low"),
+        ({"energy_fraction": 1.2}, "energy_fraction must be in (0, 1]"),
+        ({"budget": 2.5}, "budget must be an integer"),
+        ({"budget": 0}, "budget must be a positive number"),
+        ({"temperature_margin": 1}, "unknown config keys ['temperature_margin']"),
+    ],
+)
+def test_bad_settings_get_a_clear_error(config: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        CellDesignGenerator(**config)
+    assert message in str(error.value)
+
+
+def test_impossible_settings_stop_with_a_clear_error() -> None:
+    generator = CellDesignGenerator(c_rate=[2.0, 2.0], max_oracle_temperature_K=290.0, max_draws=2)
+    with pytest.raises(GenerationError, match="no usable oracle design in 2 draws"):
+        generator.case_generator(random.Random(0))
