@@ -162,13 +162,19 @@ class Planner:
     def shortcut(self, path: list[Configuration]) -> list[Configuration]:
         """Drop waypoints while the straight segment that skips them is free."""
         path = list(path)
+        # a blocked segment between two configurations stays blocked: never walk it twice, and stop once every
+        # remaining skip is known to be blocked (usually at 3-5 waypoints, long before the rounds run out)
+        blocked: set[tuple[Configuration, Configuration]] = set()
         for _ in range(self.settings.shortcut_rounds):
-            if len(path) <= 2:
+            skips = [(first, last) for first in range(len(path) - 2) for last in range(first + 2, len(path))
+                     if (path[first], path[last]) not in blocked]
+            if not skips:
                 break
-            first = self.rng.randrange(len(path) - 2)
-            last = self.rng.randrange(first + 2, len(path))
+            first, last = skips[self.rng.randrange(len(skips))]
             if self.segment_free(path[first], path[last]):
                 path[first + 1:last] = []
+            else:
+                blocked.add((path[first], path[last]))
         return path
 
     def plan(self) -> list[Configuration] | None:
