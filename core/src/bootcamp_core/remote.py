@@ -1,7 +1,7 @@
 """The tool server's client: a served tool that behaves exactly like a local :class:`~bootcamp_core.Tool`.
 
-One :class:`ToolServerClient` per server holds one connection pool (per event loop) with a connection limit and
-timeouts. Calls are retried only where repeating them is safe: every call when the connection could not even be
+One :class:`ToolServerClient` per server holds one keep-alive connection pool (per event loop) with a connection
+limit and timeouts (:class:`bootcamp_core.server.http.FastClient`). Calls are retried only where repeating them is safe: every call when the connection could not even be
 opened (nothing was sent); ``create`` (the worker answers a repeated create as a no-op), ``calc_reward`` and
 ``release`` after any transport failure; ``execute`` never after its request may have reached the tool.
 
@@ -62,44 +62,37 @@ class ToolServerClient:
         self.timeout_s = timeout_s
         self.max_connections = max_connections
         self.retries = retries
-        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
         self._schemas: dict[str, dict] | None = None
         self._tools: dict[str, RemoteTool] = {}
 
     def __repr__(self) -> str:  # never the token
         return f"ToolServerClient({self.url!r})"
 
-    def _session(self) -> Any:
-        import aiohttp
+    def _client(self) -> Any:
+        from bootcamp_core.server.http import FastClient
 
         loop = asyncio.get_running_loop()
-        session = self._sessions.get(loop)
-        if session is None or session.closed:
-            headers = {"Content-Type": "application/json"}
-            if self.token:
-                headers["Authorization"] = f"Bearer {self.token}"
-            session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.max_connections),
-                timeout=aiohttp.ClientTimeout(total=self.timeout_s, connect=min(10.0, self.timeout_s)),
-                headers=headers,
-            )
-            self._sessions[loop] = session
-        return session
+        client = self._clients.get(loop)
+        if client is None:
+            headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+            client = self._clients[loop] = FastClient(limit_per_host=self.max_connections, timeout_s=self.timeout_s,
+                                                      connect_timeout_s=min(10.0, self.timeout_s), headers=headers)
+        return client
 
     async def request(self, method: str, path: str, payload: dict | None = None, *, idempotent: bool) -> dict:
         """One API call with the retry rule of the module docstring; returns the JSON answer."""
-        import aiohttp
+        from bootcamp_core.server.http import ConnectError
 
-        body = None if payload is None else json.dumps(payload, separators=(",", ":"))
+        body = b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
         attempt = 0
         while True:
             try:
-                async with self._session().request(method, self.url + path, data=body) as response:
-                    status, raw = response.status, await response.read()
-            except aiohttp.ClientConnectorError as error:
-                failure, retry = f"cannot connect: {error}", True
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
-                failure, retry = f"{type(error).__name__}: {error}".rstrip(": "), idempotent
+                status, raw = await self._client().request(method, self.url + path, body)
+            except ConnectError as error:
+                failure, retry = str(error), True
+            except (OSError, asyncio.TimeoutError) as error:
+                failure, retry = f"{type(error).__name__}: {error}", idempotent
             else:
                 if status == 200:
                     try:
@@ -161,11 +154,10 @@ class ToolServerClient:
         return tool
 
     async def aclose(self) -> None:
-        sessions = list(self._sessions.values())
-        self._sessions.clear()
-        for session in sessions:
-            if not session.closed:
-                await session.close()
+        clients = list(self._clients.values())
+        self._clients.clear()
+        for client in clients:
+            client.close()
 
 
 def _error_of(raw: bytes, status: int) -> tuple[str, str]:

@@ -34,6 +34,13 @@ class ApiError(Exception):
     def response(self) -> Response:
         return error_response(self.status, self.kind, self.message)
 
+    def body(self) -> bytes:
+        return dumps({"error": {"type": self.kind, "message": self.message}})
+
+
+def dumps(data: Any) -> bytes:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+
 
 def error_response(status: int, kind: str, message: str) -> Response:
     return json_response({"error": {"type": kind, "message": message}}, status)

@@ -178,7 +178,8 @@ def _run_app(app: Any, sock: socket.socket, access_log: bool) -> None:
     except ImportError:
         http = "h11"
     config = uvicorn.Config(app, loop=loop, http=http, access_log=access_log, log_level="warning",
-                            lifespan="on", timeout_graceful_shutdown=3, server_header=False)
+                            lifespan="on", timeout_graceful_shutdown=3, server_header=False,
+                            timeout_keep_alive=30)  # longer than clients reuse idle connections (IDLE_REUSE_S)
     server = uvicorn.Server(config)
     asyncio.run(server.serve(sockets=[sock])) if loop == "asyncio" else _run_uvloop(server.serve(sockets=[sock]))
 

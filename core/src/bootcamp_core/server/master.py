@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import heapq
 import itertools
-import json
 import logging
 import uuid
 from collections.abc import Callable
@@ -28,9 +27,9 @@ from starlette.routing import Route
 from bootcamp_core.server.common import (
     ACTIONS,
     DEFAULT_MAX_BODY_BYTES,
-    JSON,
     ApiError,
     auth_headers,
+    dumps,
     host_info,
     json_response,
     monotonic,
@@ -38,6 +37,7 @@ from bootcamp_core.server.common import (
     read_body,
     require_token,
 )
+from bootcamp_core.server.http import ConnectError, FastClient, split_tool_path, tool_route
 
 logger = logging.getLogger("bootcamp_core.server.master")
 
@@ -52,7 +52,7 @@ class MasterSettings:
     worker_timeout_s: float = 15.0  # no heartbeat for this long: the worker is dead
     heartbeat_interval_s: float = 5.0  # told to workers when they register
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    max_connections: int = 1024  # to all workers together
+    max_connections: int = 1024  # to each worker
 
 
 @attrs.define(eq=False)
@@ -170,7 +170,7 @@ class Master:
         self.router = Router()
         self.info = host_info()
         self.started = monotonic()
-        self._session: Any = None
+        self._client: Any = None
         self._tasks: list[asyncio.Task] = []
         self.on_ready: Callable[[dict], None] | None = None  # called once, when every expected worker is there
 
@@ -229,75 +229,63 @@ class Master:
             return error.response()
 
     # ------------------------------------------------------------------------------------------------ tool calls
-    async def tool_call(self, request: Request) -> Response:
-        try:
-            require_token(request, self.settings.token)
-            params = request.path_params
-            action, namespace = params["action"], params["namespace"]
-            if action not in ACTIONS:
-                raise ApiError(404, "not_found", f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
-            tool_id = f"{namespace}/{params['name']}"
-            body = await read_body(request, self.settings.max_body_bytes)
-            data = parse_object(body)
-            instance_id = data.get("instance_id")
-            if instance_id is not None and not isinstance(instance_id, str):
-                raise ApiError(400, "bad_request", "instance_id must be a string")
-            route = self.router.instances.get(instance_id) if instance_id else None
-            if route is not None:
-                worker = route.worker
-                if not worker.alive and action == "release":
-                    self.router.forget(instance_id)  # its state died with the worker: nothing left to release
-                    return json_response({"released": False})
-                if not worker.alive:
-                    raise ApiError(503, "worker_dead",
-                                   f"instance {instance_id} was on worker {worker.id} ({worker.url}), which is dead "
-                                   f"({worker.death}); the episode's tool state is lost")
-            elif action == "create":
-                if not instance_id:
-                    instance_id = data["instance_id"] = uuid.uuid4().hex
-                    body = json.dumps(data).encode()
-                worker = self.router.pick(namespace)
-                if worker is None:
-                    raise ApiError(503, "no_worker", f"no live worker serves bootcamp {namespace!r} "
-                                   f"({self._alive()} live worker(s) in all)")
+    async def tool_call(self, path: str, body: bytes) -> tuple[int, bytes]:
+        namespace, name, action = split_tool_path(path)
+        if action not in ACTIONS:
+            raise ApiError(404, "not_found", f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
+        tool_id = f"{namespace}/{name}"
+        data = parse_object(body)
+        instance_id = data.get("instance_id")
+        if instance_id is not None and not isinstance(instance_id, str):
+            raise ApiError(400, "bad_request", "instance_id must be a string")
+        route = self.router.instances.get(instance_id) if instance_id else None
+        if route is not None:
+            worker = route.worker
+            if not worker.alive:
+                if action == "release":
+                    self.router.forget(instance_id)  # type: ignore[arg-type]  # its state died with the worker
+                    return 200, b'{"released":false}'
+                raise ApiError(503, "worker_dead", f"instance {instance_id} was on worker {worker.id} ({worker.url}), "
+                               f"which is dead ({worker.death}); the episode's tool state is lost")
+        elif action == "create":
+            if not instance_id:
+                instance_id = data["instance_id"] = uuid.uuid4().hex
+                body = dumps(data)
+            worker = self.router.pick(namespace)
+            if worker is None:
+                raise ApiError(503, "no_worker", f"no live worker serves bootcamp {namespace!r} "
+                               f"({self._alive()} live worker(s) in all)")
+        elif action == "release":
+            return 200, b'{"released":false}'
+        else:
+            raise ApiError(404, "unknown_instance",
+                           f"unknown instance {instance_id!r} (never created, released, or reaped when idle)")
+        if tool_id not in worker.tools:
+            raise ApiError(404, "unknown_tool", f"worker {worker.id}, which holds this instance, does not serve {tool_id}")
+        status, payload = await self._forward(worker, path, body)
+        if status == 200:
+            if action == "create":
+                self.router.assign(instance_id, worker, tool_id)  # type: ignore[arg-type]
             elif action == "release":
-                return json_response({"released": False})
-            else:
-                raise ApiError(404, "unknown_instance",
-                               f"unknown instance {instance_id!r} (never created, released, or reaped when idle)")
-            if tool_id not in worker.tools:
-                raise ApiError(404, "unknown_tool", f"worker {worker.id} holding this instance does not serve "
-                               f"{tool_id}")
-            status, payload = await self._forward(worker, request.url.path, body)
-            if status == 200:
-                if action == "create":
-                    self.router.assign(instance_id, worker, tool_id)  # type: ignore[arg-type]
-                elif action == "release":
-                    self.router.release(instance_id, tool_id)  # type: ignore[arg-type]
-            elif status == 404 and action != "create":
                 self.router.release(instance_id, tool_id)  # type: ignore[arg-type]
-            return Response(payload, status_code=status, media_type=JSON)
-        except ApiError as error:
-            return error.response()
+        elif status == 404 and action != "create":
+            self.router.release(instance_id, tool_id)  # type: ignore[arg-type]
+        return status, payload
 
     async def _forward(self, worker: WorkerEntry, path: str, body: bytes) -> tuple[int, bytes]:
-        import aiohttp
-
-        session = self._session
         try:
-            async with session.post(worker.url + path, data=body, headers=self._headers) as response:
-                return response.status, await response.read()
+            return await self._client.request("POST", worker.url + path, body)
         except asyncio.TimeoutError:
             raise ApiError(504, "timeout", f"worker {worker.id} did not answer within "
                            f"{self.settings.timeout_per_query_s:g} s") from None
-        except aiohttp.ClientConnectorError as error:  # nothing listens there any more: dead now, not in 15 s
-            self.router.kill(worker, f"connection refused ({error.os_error})")
+        except ConnectError as error:  # nothing listens there any more: dead now, not after the heartbeat timeout
+            self.router.kill(worker, f"connection refused ({error})")
             raise ApiError(503, "worker_dead", f"worker {worker.id} ({worker.url}) is dead: connection refused; "
                            "the episode's tool state is lost") from None
-        except (aiohttp.ClientError, OSError) as error:
-            self.router.kill(worker, f"{type(error).__name__}: {error}")
-            raise ApiError(503, "worker_dead", f"worker {worker.id} ({worker.url}) is dead: it failed mid-call "
-                           f"({type(error).__name__}: {error}); the episode's tool state is lost") from None
+        except OSError as error:  # dropped mid-call: crashed, or the network broke; heartbeats decide which
+            raise ApiError(503, "worker_dead", f"worker {worker.id} ({worker.url}) dropped the call "
+                           f"({type(error).__name__}: {error}); it may be dead, and the episode's tool state is "
+                           "lost or uncertain") from None
 
     # ------------------------------------------------------------------------------------------- status pages
     def _alive(self) -> int:
@@ -338,10 +326,10 @@ class Master:
                     tools.setdefault(tool_id, schema)
         return json_response({"tools": dict(sorted(tools.items()))})
 
-    def app(self) -> Starlette:
+    def status_app(self) -> Starlette:
+        """Every route but the tool calls."""
         return Starlette(
             routes=[
-                Route("/tools/{namespace}/{name}/{action}", self.tool_call, methods=["POST"]),
                 Route("/tools", self.tools, methods=["GET"]),
                 Route("/workers/register", self.register, methods=["POST"]),
                 Route("/workers/heartbeat", self.heartbeat, methods=["POST"]),
@@ -352,15 +340,15 @@ class Master:
             lifespan=self._lifespan,
         )
 
+    def app(self) -> Any:
+        return tool_route(self.status_app(), self.tool_call, token=self.settings.token,
+                          max_body_bytes=self.settings.max_body_bytes)
+
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette):
-        import aiohttp
-
-        self._headers = {"Content-Type": JSON, **auth_headers(self.settings.token)}
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self.settings.max_connections, limit_per_host=0),
-            timeout=aiohttp.ClientTimeout(total=self.settings.timeout_per_query_s, connect=5.0),
-        )
+        self._client = FastClient(limit_per_host=self.settings.max_connections,
+                                  timeout_s=self.settings.timeout_per_query_s, connect_timeout_s=5.0,
+                                  headers=auth_headers(self.settings.token))
         self._tasks.append(asyncio.create_task(self._watch_workers()))
         try:
             yield
@@ -368,7 +356,7 @@ class Master:
             for task in self._tasks:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
-            await self._session.close()
+            self._client.close()
 
     async def _watch_workers(self) -> None:
         timeout = self.settings.worker_timeout_s

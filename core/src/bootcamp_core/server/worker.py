@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import socket
 import threading
@@ -28,13 +29,14 @@ from bootcamp_core.server.common import (
     DEFAULT_MAX_BODY_BYTES,
     ApiError,
     auth_headers,
+    dumps,
     host_info,
     json_response,
     monotonic,
     parse_object,
-    read_body,
     require_token,
 )
+from bootcamp_core.server.http import FastClient, split_tool_path, tool_route
 
 logger = logging.getLogger("bootcamp_core.server.worker")
 
@@ -63,7 +65,11 @@ class _Instance:
 
 
 class ToolLoop:
-    """A thread running its own event loop, where tool coroutines run."""
+    """A thread running its own event loop, where tool coroutines run.
+
+    Lighter than ``run_coroutine_threadsafe`` + ``wait_for`` (no concurrent future, no extra task per call): each call
+    is one task on the tool loop and one future on the caller's loop, with a timer for the timeout.
+    """
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -74,13 +80,49 @@ class ToolLoop:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
 
-    async def run(self, coroutine: Any) -> Any:
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self.loop))
+    async def run(self, coroutine: Any, timeout: float) -> Any:
+        caller = asyncio.get_running_loop()
+        future = caller.create_future()
+        tasks: list[asyncio.Task] = []
+
+        def settle(task: asyncio.Task) -> None:  # on the tool loop
+            caller.call_soon_threadsafe(_copy_outcome, task, future)
+
+        def start() -> None:  # on the tool loop
+            task = self.loop.create_task(coroutine)
+            tasks.append(task)
+            task.add_done_callback(settle)
+
+        self.loop.call_soon_threadsafe(start)
+        timer = caller.call_later(timeout, _expire, future, timeout)
+        try:
+            return await future
+        except (asyncio.CancelledError, asyncio.TimeoutError):
+            self.loop.call_soon_threadsafe(lambda: tasks and tasks[0].cancel())
+            raise
+        finally:
+            timer.cancel()
 
     def close(self) -> None:
         if self.loop.is_running():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5)
+
+
+def _copy_outcome(task: asyncio.Task, future: asyncio.Future) -> None:
+    if future.done():
+        return
+    if task.cancelled():
+        future.cancel()
+    elif task.exception() is not None:
+        future.set_exception(task.exception())  # type: ignore[arg-type]
+    else:
+        future.set_result(task.result())
+
+
+def _expire(future: asyncio.Future, timeout: float) -> None:
+    if not future.done():
+        future.set_exception(asyncio.TimeoutError())
 
 
 class ToolHost:
@@ -114,7 +156,7 @@ class ToolHost:
     async def _call(self, coroutine: Any) -> Any:
         self.calls += 1
         try:
-            return await asyncio.wait_for(self.loop.run(coroutine), self.settings.timeout_per_query_s)
+            return await self.loop.run(coroutine, self.settings.timeout_per_query_s)
         except asyncio.TimeoutError:
             raise ApiError(504, "timeout", f"the tool call took longer than {self.settings.timeout_per_query_s:g} s")
         except ApiError:
@@ -230,22 +272,20 @@ class Worker:
         self.registered = False
         self.info = host_info()
         self._tasks: list[asyncio.Task] = []
-        self._session: Any = None
+        self._client: Any = None
 
     # -------------------------------------------------------------------------------------------- HTTP handlers
-    async def tool_call(self, request: Request):
-        try:
-            require_token(request, self.settings.token)
-            action = request.path_params["action"]
-            if action not in ACTIONS:
-                raise ApiError(404, "not_found", f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
-            data = parse_object(await read_body(request, self.settings.max_body_bytes))
-            tool_id = f"{request.path_params['namespace']}/{request.path_params['name']}"
-            return json_response(await self.host.handle(tool_id, action, data))
-        except ApiError as error:
-            return error.response()
+    async def tool_call(self, path: str, body: bytes) -> tuple[int, bytes]:
+        namespace, name, action = split_tool_path(path)
+        if action not in ACTIONS:
+            raise ApiError(404, "not_found", f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
+        return 200, dumps(await self.host.handle(f"{namespace}/{name}", action, parse_object(body)))
 
     async def tools(self, request: Request):
+        try:
+            require_token(request, self.settings.token)
+        except ApiError as error:
+            return error.response()
         return json_response({"tools": self.host.schemas})
 
     async def health(self, request: Request):
@@ -261,15 +301,19 @@ class Worker:
             "calls": self.host.calls,
         })
 
-    def app(self) -> Starlette:
+    def status_app(self) -> Starlette:
+        """Every route but the tool calls."""
         return Starlette(
             routes=[
-                Route("/tools/{namespace}/{name}/{action}", self.tool_call, methods=["POST"]),
                 Route("/tools", self.tools, methods=["GET"]),
                 Route("/health", self.health, methods=["GET"]),
             ],
             lifespan=self._lifespan,
         )
+
+    def app(self) -> Any:
+        return tool_route(self.status_app(), self.tool_call, token=self.settings.token,
+                          max_body_bytes=self.settings.max_body_bytes)
 
     # ------------------------------------------------------------------------------------------ background work
     @contextlib.asynccontextmanager
@@ -287,8 +331,8 @@ class Worker:
                 with contextlib.suppress(Exception):
                     await self._post("/workers/unregister", {"worker_id": self.settings.worker_id}, timeout=2.0)
             await self.host.release_all()
-            if self._session is not None:
-                await self._session.close()
+            if self._client is not None:
+                self._client.close()
             self.host.loop.close()
 
     async def _reaper(self) -> None:
@@ -310,17 +354,15 @@ class Worker:
         }
 
     async def _post(self, path: str, payload: dict, timeout: float) -> tuple[int, dict]:
-        import aiohttp
-
-        if self._session is None:
-            self._session = aiohttp.ClientSession(headers=auth_headers(self.settings.token))
+        if self._client is None:
+            self._client = FastClient(limit_per_host=4, headers=auth_headers(self.settings.token))
         url = self.settings.master_url.rstrip("/") + path  # type: ignore[union-attr]
-        async with self._session.post(url, json=payload, timeout=aiohttp.ClientTimeout(total=timeout)) as response:
-            try:
-                data = await response.json(content_type=None)
-            except ValueError:
-                data = {}
-            return response.status, data if isinstance(data, dict) else {}
+        status, body = await self._client.request("POST", url, dumps(payload), timeout_s=timeout)
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = {}
+        return status, data if isinstance(data, dict) else {}
 
     async def _keep_registered(self) -> None:
         """Register, then heartbeat; whenever the master is unreachable or has forgotten us, register again."""
