@@ -15,7 +15,9 @@ def test_demo_generates_evaluates_reports_and_postprocesses_offline(tmp_path: Pa
     write_distribution(site, "bootcamp-silent", "0.1", entry_points={"bootcamp": {"silent": "silent_hooks"}},
                        modules={"silent_hooks.py": MINIMAL_HOOKS})
     out = tmp_path / "demo"
-    env = {**os.environ, "PYTHONPATH": str(site), "OPENAI_API_KEY": "", "BOOTCAMP_STRICT_PLUGINS": "1"}
+    # the example and a bootcamp without a reference agent; test_demo_over_every_installed_bootcamp covers the rest
+    env = {**os.environ, "PYTHONPATH": str(site), "OPENAI_API_KEY": "", "BOOTCAMP_STRICT_PLUGINS": "1",
+           "BOOTCAMP_LOAD_PLUGINS": "example,silent"}
     result = subprocess.run([sys.executable, "-m", "bootcamp_core.cli", "demo", "--output-dir", str(out),
                              "--samples", "4", "-q"], capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr
