@@ -259,6 +259,15 @@ def _worker_command(config: ServeConfig, master_url: str) -> list[str]:
     return command
 
 
+def _die_with_parent() -> None:
+    """In a unified server's worker: SIGTERM when the master process dies, even by kill -9 (Linux)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def _stop(processes: list[subprocess.Popen], grace_s: float = 5.0) -> None:
     for process in processes:
         if process.poll() is None:
@@ -296,7 +305,7 @@ def serve(config: ServeConfig, registry: Any = None) -> int:
             master = _master(config, config.num_workers, url)
             env = {**os.environ, **({TOKEN_ENV: token} if token else {})}  # never on a command line (ps shows it)
             for _ in range(config.num_workers):
-                workers.append(subprocess.Popen(_worker_command(config, url), env=env))
+                workers.append(subprocess.Popen(_worker_command(config, url), env=env, preexec_fn=_die_with_parent))
             logger.info("master on %s with %d worker process(es)", url, config.num_workers)
         else:
             master = _master(config, config.num_workers, url)
