@@ -1,0 +1,515 @@
+"""``bootcamp verl export``: a generated dataset as what ``python -m verl.trainer.main_ppo`` reads.
+
+For each ``--dataset-path F`` it writes ``D/<F stem>.parquet``, and once for all of them ``D/tool_config.yaml``,
+``D/agent_loop_config.yaml`` and ``D/run_main_ppo.sh``::
+
+    from bootcamp_verl.export import ExportOptions, export_datasets
+
+    result = export_datasets(["data/example_train.jsonl"], "verl_data", options=ExportOptions(max_user_turns=20))
+    print(result.files, result.warnings)
+
+Every input is read and checked before anything is written, so a bad input changes nothing. All Parquet files of one
+export share one schema (verl concatenates train files); this module imports no verl.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+from bootcamp_core.errors import BootcampError, ConfigError
+from bootcamp_core.plugins import Registry, get_registry
+from bootcamp_core.recordio import AtomicFile, dumps, read_records
+from bootcamp_core.records import GeneratedSample
+from bootcamp_core.rollout import message_text
+
+from bootcamp_verl.schemas import VerlSchema, verl_schema
+
+__all__ = [
+    "ADAPTER_CLASS",
+    "AGENT_LOOP_CLASS",
+    "AGENT_NAME",
+    "REWARD_PATH",
+    "TRAINING_DEFAULTS",
+    "ExportOptions",
+    "ExportResult",
+    "export_datasets",
+    "integration_overrides",
+]
+
+#: The ``agent_name`` every exported row carries: our agent loop's name in agent_loop_config.yaml.
+AGENT_NAME = "bootcamp_agent"
+ADAPTER_CLASS = "bootcamp_verl.tool.BootcampTool"
+AGENT_LOOP_CLASS = "bootcamp_verl.agent_loop.BootcampAgentLoop"
+REWARD_PATH = "pkg://bootcamp_verl.reward"
+REWARD_NAME = "compute_score"
+TOOL_CONFIG_NAME = "tool_config.yaml"
+AGENT_LOOP_CONFIG_NAME = "agent_loop_config.yaml"
+SCRIPT_NAME = "run_main_ppo.sh"
+_BATCH_ROWS = 4096
+
+
+@attrs.frozen(kw_only=True)
+class ExportOptions:
+    """What the exported configs say; the turn limits default to ``bootcamp eval``'s."""
+
+    #: a parameter with structure fails the export instead of becoming a JSON-text parameter
+    strict_schemas: bool = False
+    max_assistant_turns: int = attrs.field(default=10, validator=attrs.validators.ge(1))
+    #: tool messages and interaction replies per episode, counted as ``bootcamp eval`` counts them
+    max_user_turns: int = attrs.field(default=20, validator=attrs.validators.ge(1))
+    #: verl drops the calls of one turn past this; ``bootcamp eval`` answers them all (default: max_user_turns)
+    max_parallel_calls: int | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.ge(1)))
+    #: characters of one tool answer before verl truncates it (verl's default, 256, cuts most tool output)
+    max_tool_response_length: int = attrs.field(default=16384, validator=attrs.validators.ge(1))
+    #: verl's tool-call parser (``multi_turn.format``): hermes for Qwen2.5 / Qwen3
+    tool_call_format: str = "hermes"
+    system_prompt: str | None = None
+    #: {tool id: constructor config}, as ``bootcamp eval --tool-config`` gives them
+    tool_config: dict[str, dict] = attrs.field(factory=dict)
+    #: {interaction id: constructor config}, as ``bootcamp eval --interaction-config`` gives them
+    interaction_config: dict[str, dict] = attrs.field(factory=dict)
+    #: run every tool on this tool server (``bootcamp serve``) instead of inside verl's workers
+    tool_server: str | None = None
+    #: defaults of run_main_ppo.sh (each an environment variable there)
+    model_path: str = "Qwen/Qwen2.5-3B-Instruct"
+    rollout_name: str = "sglang"
+
+    @property
+    def parallel_calls(self) -> int:
+        return self.max_parallel_calls or self.max_user_turns
+
+
+@attrs.frozen
+class ExportResult:
+    """What an export wrote."""
+
+    parquet_files: list[Path]
+    val_parquet_files: list[Path]
+    tool_config: Path
+    agent_loop_config: Path
+    script: Path
+    #: parquet file -> records written
+    records: dict[Path, int]
+    #: tool ids in tool_config.yaml
+    tools: list[str]
+    warnings: list[str]
+
+    @property
+    def files(self) -> list[Path]:
+        return [*self.parquet_files, *self.val_parquet_files, self.tool_config, self.agent_loop_config, self.script]
+
+
+@attrs.define
+class _Tool:
+    tool_id: str
+    name: str
+    schema: VerlSchema
+    config: dict
+
+
+# ------------------------------------------------------------------------------------------------- reading
+def _samples(path: Path) -> Iterable[tuple[int, GeneratedSample]]:
+    """(position, sample) of every record of ``path``; a record that is not a bootcamp's is an error."""
+    try:
+        for position, record in enumerate(read_records(path)):
+            try:
+                sample = GeneratedSample.from_record(record, copy_record=False)
+            except (KeyError, TypeError, ValueError) as error:
+                detail = f"missing {error}" if isinstance(error, KeyError) else str(error)
+                raise ConfigError(f"{path}: record {position}: {detail}") from None
+            yield position, sample
+    except (OSError, ValueError) as error:
+        if isinstance(error, ConfigError):
+            raise
+        raise ConfigError(f"{path}: {error}") from None
+
+
+def _check_inputs(paths: Sequence[Path]) -> None:
+    if not paths:
+        raise ConfigError("give at least one --dataset-path")
+    stems: dict[str, Path] = {}
+    for path in paths:
+        if not path.is_file():
+            raise ConfigError(f"{path}: no such file")
+        if path.suffix.lower() not in {".jsonl", ".json", ".ndjson", ".parquet"}:
+            raise ConfigError(f"{path}: expected a .jsonl or .parquet file written by `bootcamp generate`")
+        if path.stem in stems:
+            raise ConfigError(f"{stems[path.stem]} and {path} would both be written as {path.stem}.parquet; rename one")
+        stems[path.stem] = path
+
+
+def _tool_schemas(tool_ids: dict[str, str], options: ExportOptions, registry: Registry) -> dict[str, dict]:
+    """{tool id: OpenAI function schema}: from the tool server when one is given, else the installed classes."""
+    if options.tool_server:
+        import anyio
+        from bootcamp_core.errors import InfrastructureError
+        from bootcamp_core.remote import ToolServerClient
+
+        async def fetch() -> dict[str, dict]:
+            client = ToolServerClient(options.tool_server)
+            try:
+                return await client.schemas()
+            finally:
+                await client.aclose()
+
+        try:
+            served = anyio.run(fetch)
+        except InfrastructureError as error:
+            raise ConfigError(f"cannot use the tool server: {error}") from None
+        missing = sorted(set(tool_ids) - set(served))
+        if missing:
+            raise ConfigError(f"the tool server {options.tool_server} does not serve {', '.join(missing)}")
+        return {tool_id: served[tool_id].get("function", served[tool_id]) for tool_id in tool_ids}
+    schemas = {}
+    for tool_id, where in tool_ids.items():
+        try:
+            cls = registry.get_class("tool", tool_id)
+        except BootcampError as error:
+            raise ConfigError(f"{where}: {error}") from None
+        schemas[tool_id] = cls.openai_schema()["function"]
+    return schemas
+
+
+@attrs.frozen
+class _Survey:
+    tools: dict[str, _Tool]  # Tool.name -> tool
+    records: int
+    with_interaction: bool
+
+
+def _survey(paths: Sequence[Path], options: ExportOptions, registry: Registry) -> _Survey:
+    """Every tool the datasets use, by Tool.name; checks every record, and that no two tools share a name."""
+    first_seen: dict[str, str] = {}  # tool id -> where it was first seen
+    names: dict[str, str] = {}  # tool id -> Tool.name
+    count = 0
+    with_interaction = False
+    for path in paths:
+        for position, sample in _samples(path):
+            count += 1
+            with_interaction = with_interaction or bool(sample.interaction)
+            _prompt(sample, f"{path}: record {position}", options.system_prompt)  # refused before any write
+            for tool_id, name in zip(sample.tools, sample.tool_names):
+                first_seen.setdefault(tool_id, f"{path}: record {position}")
+                names.setdefault(tool_id, name)
+    schemas = _tool_schemas(first_seen, options, registry)
+    by_name: dict[str, _Tool] = {}
+    for tool_id, function in sorted(schemas.items()):
+        name = function.get("name") or names[tool_id]
+        if name != names[tool_id]:
+            raise ConfigError(
+                f"{first_seen[tool_id]}: names tool {tool_id} {names[tool_id]!r}, but the tool is now called "
+                f"{name!r}; regenerate the dataset"
+            )
+        other = by_name.get(name)
+        if other is not None:
+            raise ConfigError(
+                f"tools {other.tool_id} and {tool_id} are both named {name!r}: verl keys tools by name, so one "
+                "training run cannot hold both. Export their bootcamps' datasets separately."
+            )
+        config: dict[str, Any] = {"type": "native", "tool_id": tool_id}
+        fitted = verl_schema(tool_id, function, strict=options.strict_schemas)
+        if fitted.json_parameters:
+            config["json_parameters"] = list(fitted.json_parameters)
+        if options.tool_config.get(tool_id):
+            config["tool_config"] = dict(options.tool_config[tool_id])
+        if options.tool_server:
+            # verl's loader accepts only type "native"; the url sends the adapter to the server
+            config["url"] = options.tool_server
+        by_name[name] = _Tool(tool_id, name, fitted, config)
+    return _Survey(by_name, count, with_interaction)
+
+
+def _warnings(tools: dict[str, _Tool]) -> list[str]:
+    notes = []
+    for tool in tools.values():
+        if tool.schema.json_parameters:
+            notes.append(
+                f"tool {tool.tool_id}: verl keeps only type, description and enum of a parameter, so "
+                f"{', '.join(tool.schema.json_parameters)} {'is' if len(tool.schema.json_parameters) == 1 else 'are'}"
+                " offered as JSON text (schema in the description) and decoded before the tool runs; "
+                "--strict-schemas refuses instead"
+            )
+        if tool.schema.dropped:
+            notes.append(
+                f"tool {tool.tool_id}: verl drops {', '.join(tool.schema.dropped)} from the schema the model sees "
+                "(the tool still checks its arguments)"
+            )
+    return notes
+
+
+# ------------------------------------------------------------------------------------------------- parquet
+def _parquet_schema(tool_names: Sequence[str], with_interaction: bool):
+    import pyarrow as pa
+
+    string = pa.string()
+    extra = [
+        ("index", pa.int64()),
+        ("split", string),
+        ("generator_name", string),
+        ("need_tools_kwargs", pa.bool_()),
+    ]
+    if tool_names:  # Parquet cannot hold a struct without fields; verl defaults tools_kwargs to {}
+        create = pa.struct([("create_kwargs", pa.struct([("identity", string)]))])
+        extra.append(("tools_kwargs", pa.struct([(name, create) for name in tool_names])))
+    if with_interaction:
+        extra.append(("interaction_kwargs", pa.struct([("name", string), ("identity", string)])))
+    extra += [
+        ("bootcamp", pa.struct([
+            ("generator", string),
+            ("tools", pa.list_(string)),
+            ("interaction", string),
+            ("reward", string),
+            ("versions", string),  # JSON text: distributions differ between bootcamps
+        ])),
+        ("tool_selection", pa.list_(string)),
+    ]
+    return pa.schema([
+        ("data_source", string),
+        ("agent_name", string),
+        ("prompt", pa.list_(pa.struct([("role", string), ("content", string)]))),
+        ("reward_model", pa.struct([("ground_truth", string), ("style", string)])),
+        ("extra_info", pa.struct(extra)),
+    ])
+
+
+def _prompt(sample: GeneratedSample, where: str, system_prompt: str | None) -> list[dict]:
+    messages = [{"role": "system", "content": system_prompt}] if system_prompt is not None else []
+    for message in sample.prompt:
+        content = message.get("content")
+        if isinstance(content, list):
+            if any(isinstance(part, dict) and part.get("type") not in (None, "text") for part in content):
+                raise ConfigError(f"{where}: the prompt has image parts; the verl export supports text prompts only")
+            content = message_text(content)
+        messages.append({"role": message.get("role"), "content": content})
+    return messages
+
+
+def _row(sample: GeneratedSample, where: str, tool_names: Sequence[str], with_interaction: bool,
+         options: ExportOptions) -> dict:
+    identity = dumps(sample.identity)
+    extra: dict[str, Any] = {
+        "index": sample.index,
+        "split": sample.split,
+        "generator_name": sample.generator_name,
+        "need_tools_kwargs": bool(sample.tool_names),
+    }
+    if tool_names:
+        # every tool of the export gets an entry, so verl never finds a null where it expects a tool's kwargs;
+        # tool_selection says which ones this record uses
+        extra["tools_kwargs"] = {name: {"create_kwargs": {"identity": identity}} for name in tool_names}
+    if with_interaction:
+        extra["interaction_kwargs"] = (
+            {"name": sample.interaction, "identity": identity} if sample.interaction else None
+        )
+    extra["bootcamp"] = {
+        "generator": sample.generator,
+        "tools": list(sample.tools),
+        "interaction": sample.interaction,
+        "reward": sample.reward,
+        "versions": dumps(dict(sample.versions)),
+    }
+    extra["tool_selection"] = list(sample.tool_names)
+    return {
+        "data_source": sample.data_source,
+        "agent_name": AGENT_NAME,
+        "prompt": _prompt(sample, where, options.system_prompt),
+        "reward_model": {"ground_truth": identity, "style": sample.style},
+        "extra_info": extra,
+    }
+
+
+def _write_parquet(source: Path, target: Path, schema, tool_names: Sequence[str], with_interaction: bool,
+                   options: ExportOptions) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    count = 0
+    with AtomicFile(target, "wb") as handle:
+        writer = pq.ParquetWriter(handle, schema, compression="zstd")
+        try:
+            rows: list[dict] = []
+            for position, sample in _samples(source):
+                rows.append(_row(sample, f"{source}: record {position}", tool_names, with_interaction, options))
+                if len(rows) >= _BATCH_ROWS:
+                    writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                    count += len(rows)
+                    rows = []
+            if rows or not count:
+                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                count += len(rows)
+        finally:
+            writer.close()
+    return count
+
+
+# -------------------------------------------------------------------------------------------------- configs
+def _write_yaml(path: Path, header: str, data: Any) -> None:
+    import yaml
+
+    with AtomicFile(path) as handle:
+        handle.write(header)
+        yaml.safe_dump(data, handle, sort_keys=False, allow_unicode=True, width=120)
+
+
+def _tool_config(tools: dict[str, _Tool]) -> dict:
+    return {
+        "tools": [
+            {"class_name": ADAPTER_CLASS, "config": tool.config, "tool_schema": tool.schema.schema}
+            for _, tool in sorted(tools.items())
+        ]
+    }
+
+
+def _agent_loop_config(options: ExportOptions) -> list[dict]:
+    entry: dict[str, Any] = {"name": AGENT_NAME, "_target_": AGENT_LOOP_CLASS}
+    if options.interaction_config:
+        entry["interaction_config"] = {key: dict(value) for key, value in options.interaction_config.items()}
+    return [entry]
+
+
+#: Settings main_ppo needs before it starts (verl checks them), sized for a first run; later arguments win.
+TRAINING_DEFAULTS = (
+    "algorithm.adv_estimator=grpo",
+    "actor_rollout_ref.rollout.n=8",
+    # tool schemas and tool output make multi-turn prompts and responses long; longer prompts are dropped by verl
+    "data.max_prompt_length=2048",
+    "data.max_response_length=4096",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4",
+)
+
+
+def integration_overrides(train_files: Sequence[str], val_files: Sequence[str], tool_config: str,
+                          agent_loop_config: str, options: ExportOptions, *, model_path: str | None = None,
+                          rollout_name: str | None = None) -> list[str]:
+    """The Hydra overrides of ``verl.trainer.main_ppo`` that wire an export in (paths as given, not quoted)."""
+
+    def files(paths: Sequence[str]) -> str:
+        return "[" + ",".join(f"'{path}'" for path in paths) + "]"
+
+    multi_turn = "actor_rollout_ref.rollout.multi_turn"
+    return [
+        f"data.train_files={files(train_files)}",
+        f"data.val_files={files(val_files)}",
+        f"actor_rollout_ref.model.path={model_path or options.model_path}",
+        f"actor_rollout_ref.rollout.name={rollout_name or options.rollout_name}",
+        "actor_rollout_ref.rollout.mode=async",
+        f"{multi_turn}.enable=True",
+        f"{multi_turn}.tool_config_path={tool_config}",
+        f"{multi_turn}.format={options.tool_call_format}",
+        f"{multi_turn}.max_assistant_turns={options.max_assistant_turns}",
+        f"{multi_turn}.max_user_turns={options.max_user_turns}",
+        f"{multi_turn}.max_parallel_calls={options.parallel_calls}",
+        f"{multi_turn}.max_tool_response_length={options.max_tool_response_length}",
+        f"actor_rollout_ref.rollout.agent.agent_loop_config_path={agent_loop_config}",
+        f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_NAME}",
+        f"reward.custom_reward_function.path={REWARD_PATH}",
+        f"reward.custom_reward_function.name={REWARD_NAME}",
+    ]
+
+
+_SCRIPT = """\
+#!/usr/bin/env bash
+# Written by `bootcamp verl export`: GRPO on {what} with verl's main_ppo. Run it on the GPU machine from anywhere
+# (paths are relative to this folder). More Hydra overrides go after it and win over these, e.g.
+#   MODEL_PATH=Qwen/Qwen3-4B bash {script} trainer.n_gpus_per_node=4 data.train_batch_size=64
+# BOOTCAMP_TOKEN must be set here when the tools run on a tool server that wants a token.
+set -euo pipefail
+HERE="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
+MODEL_PATH="${{MODEL_PATH:-{model_path}}}"
+ROLLOUT_NAME="${{ROLLOUT_NAME:-{rollout_name}}}"
+PYTHON="${{PYTHON:-python3}}"
+ARGS=(
+  # the bootcamp integration: data, tools, agent loop, reward; turn limits as in `bootcamp eval`
+{integration}
+  # training settings verl needs before it starts, sized for a first run: tune them
+{training}
+)
+exec "$PYTHON" -m verl.trainer.main_ppo "${{ARGS[@]}}" "$@"
+"""
+
+
+def _script(train: Sequence[Path], val: Sequence[Path], options: ExportOptions) -> str:
+    here = "$HERE"
+    integration = integration_overrides(
+        [f"{here}/{path.name}" for path in train],
+        [f"{here}/{path.name}" for path in val],
+        f"{here}/{TOOL_CONFIG_NAME}",
+        f"{here}/{AGENT_LOOP_CONFIG_NAME}",
+        options,
+        model_path="$MODEL_PATH",
+        rollout_name="$ROLLOUT_NAME",
+    )
+
+    def lines(overrides: Iterable[str]) -> str:
+        # double quotes: $HERE and friends expand, the single quotes of Hydra's list syntax stay
+        return "\n".join(f'  "{override}"' for override in overrides)
+
+    return _SCRIPT.format(what=", ".join(path.name for path in train), script=SCRIPT_NAME,
+                          integration=lines(integration), training=lines(TRAINING_DEFAULTS),
+                          model_path=options.model_path, rollout_name=options.rollout_name)
+
+
+# ----------------------------------------------------------------------------------------------------- export
+def export_datasets(dataset_paths: Sequence[str | os.PathLike], output_dir: str | os.PathLike, *,
+                    val_dataset_paths: Sequence[str | os.PathLike] = (), options: ExportOptions | None = None,
+                    registry: Registry | None = None) -> ExportResult:
+    """Write the verl files for ``dataset_paths`` (train) and ``val_dataset_paths`` (validation; default: train).
+
+    Raises :class:`ConfigError` (and writes nothing) for a record that is not a bootcamp's, a tool that is not
+    installed, two tools with the same ``Tool.name``, or (with ``strict_schemas``) a parameter with structure.
+    """
+    options = options or ExportOptions()
+    registry = registry or get_registry()
+    train = [Path(path) for path in dataset_paths]
+    val = [Path(path) for path in val_dataset_paths]
+    _check_inputs(train + val)
+    for value, flag in ((options.tool_call_format, "format"),):
+        if not value or any(char.isspace() for char in value):
+            raise ConfigError(f"--{flag} must be one word, got {value!r}")
+    survey = _survey(train + val, options, registry)
+    if not survey.records:
+        raise ConfigError(f"{', '.join(map(str, train + val))}: no records")
+    tools, with_interaction = survey.tools, survey.with_interaction
+    tool_names = sorted(tools)
+
+    output = Path(output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    schema = _parquet_schema(tool_names, with_interaction)
+    records: dict[Path, int] = {}
+    written: dict[Path, Path] = {}
+    for source in train + val:
+        target = output / f"{source.stem}.parquet"
+        if target.resolve() == source.resolve():
+            raise ConfigError(f"{source}: the output would replace the input; choose another --output-dir")
+        records[target] = _write_parquet(source, target, schema, tool_names, with_interaction, options)
+        written[source] = target
+    train_files = [written[path] for path in train]
+    val_files = [written[path] for path in val] or train_files
+
+    tool_config = output / TOOL_CONFIG_NAME
+    _write_yaml(tool_config, "# Written by `bootcamp verl export`: the bootcamp tools these datasets use, for "
+                "actor_rollout_ref.rollout.multi_turn.tool_config_path.\n", _tool_config(tools))
+    agent_loop_config = output / AGENT_LOOP_CONFIG_NAME
+    _write_yaml(agent_loop_config, "# Written by `bootcamp verl export`: the agent loop of the exported rows "
+                "(agent_name), for actor_rollout_ref.rollout.agent.agent_loop_config_path.\n",
+                _agent_loop_config(options))
+    script = output / SCRIPT_NAME
+    with AtomicFile(script) as handle:
+        handle.write(_script(train_files, val_files, options))
+    script.chmod(0o755)
+    return ExportResult(
+        parquet_files=train_files,
+        val_parquet_files=[written[path] for path in val],
+        tool_config=tool_config,
+        agent_loop_config=agent_loop_config,
+        script=script,
+        records=records,
+        tools=[tools[name].tool_id for name in tool_names],
+        warnings=_warnings(tools),
+    )

@@ -1,0 +1,117 @@
+"""``compute_score`` for verl: a bootcamp's reward, seeing what ``bootcamp eval`` shows it.
+
+Configure ``reward.custom_reward_function.path=pkg://bootcamp_verl.reward`` and ``...name=compute_score``
+(``bootcamp verl export`` writes both). verl calls it with the row's ``data_source``, the whole decoded response
+(``solution_str``: every turn, tool output included), ``reward_model.ground_truth`` and ``extra_info`` merged with
+the agent loop's ``extra_fields``. For a bootcamp row (``data_source`` ``bootcamp/<namespace>``, or an
+``extra_info.bootcamp``):
+
+- the reward is ``extra_info.bootcamp.reward``, else the namespace's only reward;
+- the identity is the ground truth, an object or its JSON text;
+- what the reward sees (DESIGN.md) comes from the episode :class:`~bootcamp_verl.agent_loop.BootcampAgentLoop` put
+  in ``extra_info`` (``messages``, ``tool_rewards``, ``tool_scores``, ``turn_scores``); without it (verl's stock
+  loop) the output is ``solution_str``, with ``tool_rewards`` and ``turn_scores`` as verl gives them;
+- keyword arguments other than verl's own (``reward.custom_reward_function.reward_kwargs``) are verify kwargs;
+- it never raises: a missing reward, a bad ground truth or an infrastructure failure in the episode score 0 with
+  ``bootcamp_error`` 1 (and a warning in the log).
+
+Other data sources go to verl's ``default_compute_score``. The result is always a dict with the same keys
+(:data:`RESULT_KEYS`), because verl stacks these metrics across a batch and fails on keys that differ between rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from bootcamp_core.records import normalize_record
+from bootcamp_core.rollout import score_trajectory
+
+__all__ = ["RESULT_KEYS", "compute_score"]
+
+logger = logging.getLogger("bootcamp_verl")
+
+#: Every result's keys: the score, then metrics verl logs (means over a batch).
+RESULT_KEYS = ("score", "bootcamp_answered", "bootcamp_tool_calls", "bootcamp_tool_reward", "bootcamp_error")
+#: Keyword arguments verl's reward managers add for their own use: never verify kwargs.
+_VERL_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer", "sandbox_fusion_url",
+                          "concurrent_semaphore", "memory_limit_mb"})
+_DATA_SOURCE_PREFIX = "bootcamp/"
+
+
+def _result(score: float, *, answered: bool = False, tool_rewards: Iterable[float] = (), error: bool = False) -> dict:
+    rewards = list(tool_rewards)
+    return {
+        "score": float(score),
+        "bootcamp_answered": float(answered),
+        "bootcamp_tool_calls": float(len(rewards)),
+        "bootcamp_tool_reward": float(sum(rewards)),
+        "bootcamp_error": float(error),
+    }
+
+
+def _floats(value: Any) -> list[float]:
+    if value is None or isinstance(value, (str, bytes, dict)):
+        return []
+    try:
+        return [float(item) for item in value]
+    except (TypeError, ValueError):
+        return []
+
+
+def _reward_id(data_source: str, bootcamp: Any, registry: Any) -> str:
+    reward = bootcamp.get("reward") if isinstance(bootcamp, dict) else None
+    if reward:
+        return str(reward)
+    namespace = data_source[len(_DATA_SOURCE_PREFIX):] if data_source.startswith(_DATA_SOURCE_PREFIX) else ""
+    owned = [reward_id for reward_id in registry.ids("reward") if reward_id.split("/", 1)[0] == namespace]
+    if len(owned) != 1:
+        found = ", ".join(owned) or "none"
+        raise LookupError(f"{data_source}: no extra_info.bootcamp.reward and {len(owned)} rewards in the namespace "
+                          f"({found}); export the dataset with `bootcamp verl export`")
+    return owned[0]
+
+
+def _score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict, verify_kwargs: dict) -> dict:
+    from bootcamp_core.plugins import get_registry
+
+    failure = extra_info.get("infrastructure_error")
+    if failure:  # the episode did not run to its end: nothing to judge (bootcamp eval does not score it either)
+        return _result(0.0, tool_rewards=_floats(extra_info.get("tool_rewards")), error=True)
+    registry = get_registry()
+    reward = registry.component("reward", _reward_id(data_source, extra_info.get("bootcamp"), registry))
+    identity = normalize_record({"reward_model": {"ground_truth": ground_truth}})["reward_model"]["ground_truth"]
+    if not isinstance(identity, dict):
+        raise TypeError(f"{data_source}: the ground truth is not an identity (a JSON object): {str(ground_truth)[:80]!r}")
+    messages = extra_info.get("messages")
+    messages = list(messages) if messages is not None and len(messages) else []
+    if not messages:  # not our agent loop: the whole response is all there is
+        messages = [{"role": "assistant", "content": solution_str or ""}]
+    tool_rewards = _floats(extra_info.get("tool_rewards"))
+    tool_scores = extra_info.get("tool_scores")
+    tool_scores = {str(name): float(value) for name, value in tool_scores.items()} if isinstance(tool_scores, dict) else {}
+    score, extracted = score_trajectory(
+        reward, identity, messages=messages, tool_rewards=tool_rewards, tool_scores=tool_scores,
+        turn_scores=_floats(extra_info.get("turn_scores")), verify_kwargs=verify_kwargs,
+    )
+    return _result(score if math.isfinite(score) else 0.0, answered=extracted is not None, tool_rewards=tool_rewards)
+
+
+def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
+                  **kwargs: Any) -> dict:
+    """The reward of one rollout as ``{"score": ..., <metrics>}`` (see the module docstring)."""
+    extra_info = extra_info if isinstance(extra_info, dict) else {}
+    source = data_source if isinstance(data_source, str) else str(data_source)
+    if not (source.startswith(_DATA_SOURCE_PREFIX) or isinstance(extra_info.get("bootcamp"), dict)):
+        from verl.utils.reward_score import default_compute_score
+
+        result = default_compute_score(data_source, solution_str, ground_truth, extra_info or None, **kwargs)
+        return _result(result["score"] if isinstance(result, dict) else result)
+    verify_kwargs = {key: value for key, value in kwargs.items() if key not in _VERL_KWARGS}
+    try:
+        return _score(source, solution_str, ground_truth, extra_info, verify_kwargs)
+    except Exception as error:  # a bad record or a broken plugin costs this rollout its reward, never the run
+        logger.warning("compute_score for %s scored 0: %s: %s", source, type(error).__name__, error)
+        return _result(0.0, error=True)
