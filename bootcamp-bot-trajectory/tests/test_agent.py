@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import random
 from pathlib import Path
@@ -12,7 +13,9 @@ import pytest
 from bootcamp_bot_trajectory.agent import PlannerAgent
 from bootcamp_bot_trajectory.answer import find_answer
 from bootcamp_bot_trajectory.generator import TrajectoryGenerator
+from bootcamp_bot_trajectory.simulator import SIMULATION_THREADS, Simulator
 from bootcamp_bot_trajectory.tools import CheckPathTool
+from bootcamp_core import ConfigError
 from bootcamp_core.evaluate import EvalConfig, run_evaluation
 from bootcamp_core.generate import config_for_bootcamp, generate, iter_records
 from bootcamp_core.plugins import Registry
@@ -113,6 +116,12 @@ def test_plans_again_after_a_rejection_while_checks_are_left(identity: dict) -> 
     assert not done.get("tool_calls") and "no check_path calls are left" in done["content"]
 
 
+def test_bad_planner_settings_are_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="bad planner settings"):
+        PlannerAgent(planner={"speed": 2})
+    assert PlannerAgent(planner={"step": 0.3}).settings.step == 0.3
+
+
 def test_answers_the_approved_path_verbatim() -> None:
     waypoints = [[0.0] * 7, [0.1] * 7]
     messages = _rejected(waypoints, 1)
@@ -126,11 +135,11 @@ def test_answers_the_approved_path_verbatim() -> None:
 
 @pytest.mark.slow
 def test_solves_at_least_95_percent_of_40_seeded_tasks(registry: Registry, tmp_path: Path) -> None:
-    # the evaluator runs 8 episodes at once: planners in worker threads, each thread on its own PyBullet client
+    # the evaluator runs 16 episodes at once: planning, path checks and rewards all want a simulator at once
     config = config_for_bootcamp("bot_trajectory", registry, overrides={"split_samples": "test:40", "seed": 2024})
     dataset = generate(config, tmp_path / "data", registry=registry).files[0]
     summary = run_evaluation(
-        EvalConfig(dataset_path=dataset, output_dir=tmp_path / "eval", policy="reference", max_concurrent=8),
+        EvalConfig(dataset_path=dataset, output_dir=tmp_path / "eval", policy="reference", max_concurrent=16),
         registry=registry, progress=False,
     )
     results = list(read_records(tmp_path / "eval" / "results.jsonl"))
@@ -141,3 +150,7 @@ def test_solves_at_least_95_percent_of_40_seeded_tasks(registry: Registry, tmp_p
     for result in results:
         calls = [call["name"] for call in result["tool_calls"]]
         assert len(calls) <= result["ground_truth"]["budget"]["check_path"] and set(calls) <= {"check_path"}
+    # however many worker threads the evaluation used, PyBullet clients (about 35 MB each) stayed few
+    gc.collect()
+    clients = [item for item in gc.get_objects() if isinstance(item, Simulator) and item.connected]
+    assert len(clients) <= SIMULATION_THREADS + 1

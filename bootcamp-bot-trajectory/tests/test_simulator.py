@@ -11,10 +11,20 @@ import sys
 import threading
 from xml.etree import ElementTree
 
+import anyio
 import pytest
 from bootcamp_bot_trajectory.judge import judge_path
 from bootcamp_bot_trajectory.robot import UPPER_LIMITS, Box, Task
-from bootcamp_bot_trajectory.simulator import ROBOT_URDF, SCENE_CACHE, Simulator, import_pybullet, simulator
+from bootcamp_bot_trajectory.simulator import (
+    ROBOT_URDF,
+    SCENE_CACHE,
+    SIMULATION_THREADS,
+    Simulator,
+    import_pybullet,
+    on_simulation_thread,
+    simulate,
+    simulator,
+)
 
 HALF_PI = math.pi / 2
 #: Top of the flange's collision shape with every joint at 0 (measured once with getClosestPoints).
@@ -177,6 +187,21 @@ def test_scenes_switch_back_and_forth_and_old_ones_are_dropped() -> None:
         assert bodies <= 2 + 3  # the arm, the floor, and at most three cached one-box scenes
     finally:
         sim.close()
+
+
+def test_slow_work_runs_on_a_few_simulation_threads_with_clients_of_their_own() -> None:
+    here = simulator()
+    used = {on_simulation_thread(lambda: id(simulator())) for _ in range(50)}
+    assert id(here) not in used and 1 <= len(used) <= SIMULATION_THREADS
+    # already on a simulation thread: run there, never wait for another one (which could deadlock a full pool)
+    outer, inner = on_simulation_thread(lambda: (threading.get_ident(), on_simulation_thread(threading.get_ident)))
+    assert outer == inner != threading.get_ident()
+
+    async def from_the_loop() -> tuple[int, int]:
+        return threading.get_ident(), await simulate(threading.get_ident)
+
+    loop_thread, worker = anyio.run(from_the_loop)
+    assert worker != loop_thread and worker != threading.get_ident()
 
 
 def test_one_client_per_thread() -> None:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import random
-from typing import ClassVar
+from typing import Any, ClassVar
 
-import anyio
 import attrs
-from bootcamp_core import ReferenceAgent
+from bootcamp_core import ConfigError, ReferenceAgent
 from bootcamp_core.rollout import message_text
 
 from bootcamp_bot_trajectory.judge import SOLVED, judge_path
 from bootcamp_bot_trajectory.planner import Planner, PlannerSettings
 from bootcamp_bot_trajectory.robot import Task, round_configuration
+from bootcamp_bot_trajectory.simulator import simulate
 
 __all__ = ["PlannerAgent"]
 
@@ -74,6 +74,13 @@ class PlannerAgent(ReferenceAgent):
     name: ClassVar[str] = "rrt_connect"
     generators: ClassVar[tuple[str, ...]] = ("motion_planning",)
 
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        try:
+            self.settings = PlannerSettings(**(config.get("planner") or {}))
+        except TypeError as error:
+            raise ConfigError(f"rrt_connect: bad planner settings: {error}") from None
+
     async def act(self, messages: list[dict], tools: list[dict], identity: dict, rng: random.Random) -> dict:
         """A ``check_path`` call with a freshly planned path, or the final answer once ``check_path`` approves one."""
         task = Task.from_identity(identity)
@@ -82,9 +89,8 @@ class PlannerAgent(ReferenceAgent):
             return _answer(waypoints, "check_path confirms this path solves the task.")
         can_check = any((tool.get("function") or {}).get("name") == "check_path" for tool in tools)
         budget = task.budget.get("check_path", 0)
-        settings = PlannerSettings(**(self.config.get("planner") or {}))
-        # planning is CPU work of up to a second: a worker thread (with its own simulator) keeps the loop free
-        planned = await anyio.to_thread.run_sync(plan_waypoints, task, rng, settings)
+        # planning is CPU work of up to a second: off the event loop
+        planned = await simulate(plan_waypoints, task, rng, self.settings)
         if planned is None:
             fallback = waypoints if waypoints is not None else [list(task.start)]
             return _answer(fallback, "I could not find a collision-free path.")

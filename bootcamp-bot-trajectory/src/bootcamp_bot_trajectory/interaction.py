@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import anyio
 from bootcamp_core import Interaction
 from bootcamp_core.rollout import message_text
 
 from bootcamp_bot_trajectory.answer import ANSWER_FORMAT, find_answer
 from bootcamp_bot_trajectory.judge import judge_path
 from bootcamp_bot_trajectory.robot import Task
+from bootcamp_bot_trajectory.simulator import simulate
 
 __all__ = ["AnswerFeedback"]
 
@@ -58,7 +58,7 @@ class AnswerFeedback(Interaction):
                             f"{ANSWER_FORMAT}")
             return False, feedback, 0.0, extra
         # off the event loop, like check_path: a long path takes up to a second
-        report = await anyio.to_thread.run_sync(judge_path, state["task"], waypoints)
+        report = await simulate(judge_path, state["task"], waypoints)
         state["score"] = 1.0 if report.solved else 0.0
         return True, "Answer received; the episode ends.", state["score"], {"unanswered": state["unanswered"]}
 

@@ -10,6 +10,7 @@ from bootcamp_core import Reward
 from bootcamp_bot_trajectory.answer import find_answer
 from bootcamp_bot_trajectory.judge import PathReport, judge_path
 from bootcamp_bot_trajectory.robot import IdentityError, Task, path_length
+from bootcamp_bot_trajectory.simulator import on_simulation_thread
 
 __all__ = ["SOFT_WEIGHTS", "TrajectoryReward", "soft_score"]
 
@@ -59,7 +60,8 @@ class TrajectoryReward(Reward):
             task = Task.from_identity(identity)
         except IdentityError:
             return 0.0
-        report = judge_path(task, extracted)
+        # on a simulation thread: rewards run on many worker threads, and each thread would need a client of its own
+        report = on_simulation_thread(judge_path, task, extracted)
         if not kwargs.get("soft", self.config.get("soft", False)):
             return 1.0 if report.solved else 0.0
         scale = float(kwargs.get("soft_distance", self.config.get("soft_distance", SOFT_DISTANCE)))

@@ -38,7 +38,7 @@ JOINT_COUNT = 7
 UPPER_LIMITS = (2.96705972839, 2.09439510239, 2.96705972839, 2.09439510239, 2.96705972839, 2.09439510239, 3.05432619099)
 LOWER_LIMITS = tuple(-limit for limit in UPPER_LIMITS)
 #: What "the end effector" means: the origin of link 7's frame (the flange), PyBullet link index 6.
-END_EFFECTOR = "the origin of link 7 (the flange frame)"
+END_EFFECTOR = "the origin of link 7, the flange frame"
 #: Longest path a tool or the judge accepts; bounds the work one call can cause.
 MAX_WAYPOINTS = 100
 #: How far (radians, per joint) the first waypoint may be from the start configuration.

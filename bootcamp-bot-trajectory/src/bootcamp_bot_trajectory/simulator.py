@@ -1,8 +1,10 @@
 """PyBullet in DIRECT mode: the KUKA iiwa, the floor and box obstacles. One physics client per thread, never shared.
 
-:func:`simulator` hands each thread (and each forked process) its own :class:`Simulator`, so tools on the event loop,
-rewards in worker threads and planners in their own threads never touch one client from two threads. PyBullet is
-imported on first use, with its build banner (printed by the C library past Python's streams) sent to /dev/null.
+:func:`simulator` hands each thread (and each forked process) its own :class:`Simulator`. A client costs about 35 MB,
+so the slow work (path checks, planning, the reward's judgement) runs on a few threads of this module's own
+(:func:`on_simulation_thread`, :func:`simulate`) rather than on however many worker threads an evaluation starts;
+quick forward kinematics runs on the event loop's thread with that thread's client. PyBullet is imported on first use,
+with its build banner (printed by the C library past Python's streams) sent to /dev/null.
 """
 
 from __future__ import annotations
@@ -12,14 +14,16 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
+import anyio
 import attrs
 
 from bootcamp_bot_trajectory.robot import JOINT_COUNT, LOWER_LIMITS, UPPER_LIMITS, Box, link_name
 
-__all__ = ["ROBOT_URDF", "Contact", "Simulator", "import_pybullet", "simulator"]
+__all__ = ["ROBOT_URDF", "Contact", "Simulator", "import_pybullet", "on_simulation_thread", "simulate", "simulator"]
 
 ROBOT_URDF = "kuka_iiwa/model.urdf"
 END_EFFECTOR_LINK = JOINT_COUNT - 1
@@ -31,6 +35,9 @@ FLOOR_HALF_EXTENTS = (4.0, 4.0, 0.05)
 SCENE_CACHE = 32
 #: Where parked obstacles wait: far from the arm and from each other, so they never enter a collision query.
 PARKING = (1000.0, 0.0, -1000.0)
+#: Threads of :func:`on_simulation_thread`: PyBullet holds the GIL, so more would only add clients, not speed; a few
+#: keep a long planning job from holding up the path checks of other episodes.
+SIMULATION_THREADS = 4
 
 _import_lock = threading.Lock()
 _modules: tuple[Any, Any] | None = None
@@ -265,6 +272,11 @@ class Simulator:
         """Disconnect the client (also done when the simulator is garbage-collected)."""
         self._finalizer()
 
+    @property
+    def connected(self) -> bool:
+        """Whether the client is still open."""
+        return self._finalizer.alive
+
 
 def _disconnect(pybullet: Any, client: int, pid: int) -> None:
     # a forked child holds a copy of its parent's client: that one is the parent's to close
@@ -281,3 +293,34 @@ def simulator() -> Simulator:
     if current is None or current.pid != os.getpid():
         current = _local.simulator = Simulator()
     return current
+
+
+Result = TypeVar("Result")
+_executor_lock = threading.Lock()
+_executor: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _mark_simulation_thread() -> None:
+    _local.simulation_thread = True
+
+
+def _simulation_threads() -> ThreadPoolExecutor:
+    global _executor
+    with _executor_lock:
+        # a forked child has the executor object but none of its threads: it needs its own
+        if _executor is None or _executor[0] != os.getpid():
+            _executor = (os.getpid(), ThreadPoolExecutor(SIMULATION_THREADS, thread_name_prefix="bot-trajectory",
+                                                         initializer=_mark_simulation_thread))
+        return _executor[1]
+
+
+def on_simulation_thread(function: Callable[..., Result], *args: Any) -> Result:
+    """``function(*args)`` on one of the few simulation threads, waiting for it (directly when already on one)."""
+    if getattr(_local, "simulation_thread", False):
+        return function(*args)
+    return _simulation_threads().submit(function, *args).result()
+
+
+async def simulate(function: Callable[..., Result], *args: Any) -> Result:
+    """:func:`on_simulation_thread` from async code, without blocking the event loop."""
+    return await anyio.to_thread.run_sync(on_simulation_thread, function, *args)

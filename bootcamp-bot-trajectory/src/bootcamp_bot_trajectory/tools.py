@@ -10,7 +10,6 @@ import json
 import math
 from typing import Any, ClassVar
 
-import anyio
 from bootcamp_core import Tool
 
 from bootcamp_bot_trajectory.judge import judge_path
@@ -24,7 +23,7 @@ from bootcamp_bot_trajectory.robot import (
     parse_configuration,
     parse_waypoints,
 )
-from bootcamp_bot_trajectory.simulator import simulator
+from bootcamp_bot_trajectory.simulator import simulate, simulator
 
 __all__ = ["CheckPathTool", "ForwardKinematicsTool"]
 
@@ -174,6 +173,6 @@ class CheckPathTool(_BudgetedTool):
         return waypoints
 
     async def run(self, request: tuple[tuple[float, ...], ...], task: Task) -> str:
-        # a long path takes milliseconds to a second: off the event loop, on the worker thread's own client
-        report = await anyio.to_thread.run_sync(judge_path, task, request)
+        # a long path takes milliseconds to a second: off the event loop
+        report = await simulate(judge_path, task, request)
         return report.describe()
