@@ -86,12 +86,13 @@ def test_first_move_is_one_simulation_of_the_start_design(make_identity) -> None
     assert json.loads(call["function"]["arguments"]) == {"pos_thickness": expected[0], "pos_porosity": expected[1]}
 
 
-def _conversation(results: list[dict]) -> list[dict]:
+def _conversation(results: list, asked: list[dict] | None = None) -> list[dict]:
     messages: list[dict] = [{"role": "user", "content": "..."}]
     for index, result in enumerate(results):
+        arguments = json.dumps(asked[index] if asked else {})
         messages.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": f"call_{index}", "type": "function",
-             "function": {"name": "run_battery_simulation", "arguments": "{}"}}]})
+             "function": {"name": "run_battery_simulation", "arguments": arguments}}]})
         content = result if isinstance(result, str) else json.dumps(result)
         messages.append({"role": "tool", "tool_call_id": f"call_{index}", "content": content})
     return messages
@@ -116,6 +117,21 @@ def test_answers_as_soon_as_a_design_meets_both_targets(make_identity) -> None:
     results = [_shown(5e-05, 250.0, 310.0), _shown(7e-05, 271.0, 314.0, met=True)]
     message = asyncio.run(SearchAgent().act(_conversation(results), [], identity, random.Random(0)))
     assert extract_design(message["content"]) == (7e-05, 0.3) and "meets both targets" in message["content"]
+
+
+def test_never_asks_again_for_a_design_the_simulator_could_not_run(make_identity) -> None:
+    identity = make_identity()
+    agent = SearchAgent()
+    start = Task.from_identity(identity).design(*START)
+    asked = [{"pos_thickness": start[0], "pos_porosity": start[1]}]
+    failure = "Error: the solver failed for this design (...). Nothing was simulated; 7 calls left."
+    message = asyncio.run(agent.act(_conversation([failure], asked), [], identity, random.Random(0)))
+    retry = json.loads(message["tool_calls"][0]["function"]["arguments"])
+    assert (retry["pos_thickness"], retry["pos_porosity"]) != start
+    # two failures and nothing simulated: it stops instead of spending the budget on a broken simulator
+    message = asyncio.run(agent.act(_conversation([failure, failure], asked + [retry]), [], identity,
+                                    random.Random(0)))
+    assert not message.get("tool_calls") and extract_design(message["content"]) is None
 
 
 def test_moves_towards_the_targets(make_identity) -> None:

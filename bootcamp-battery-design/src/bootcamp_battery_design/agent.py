@@ -130,14 +130,16 @@ def _fit(points: list[tuple[float, float, float]], anchor: tuple[float, float], 
     return c, gu, gv
 
 
-def next_design(task: Task, probes: list[Probe]) -> tuple[float, float]:
-    """The design to simulate next (thickness in metres, porosity)."""
+def next_design(task: Task, probes: list[Probe], failed: list[tuple[float, float]] = ()) -> tuple[float, float]:
+    """The design to simulate next (thickness in metres, porosity); ``failed`` designs are never proposed again."""
+    visited = [task.normalise(*design) for design in failed]
     if not probes:
-        return task.design(*START)
+        return task.design(*START) if not visited else task.design(0.5 * START[0], 0.5 * START[1] + 0.25)
     coordinates = [task.normalise(probe.thickness_m, probe.porosity) for probe in probes]
+    visited += coordinates
     best = max(range(len(probes)), key=lambda index: probes[index].merit(task))
     anchor = coordinates[best]
-    radius = _radius(task, probes, coordinates)
+    radius = _radius(task, probes)
     # Physics-signed prior slopes per normalised unit: thicker and denser electrodes store more energy per kilogram
     # and run hotter; the temperature slope scales with how far the target sits above ambient.
     rise = max(task.temperature_target_K - task.ambient_K, 1.0)
@@ -153,7 +155,7 @@ def next_design(task: Task, probes: list[Probe]) -> tuple[float, float]:
             du, dv = u - anchor[0], v - anchor[1]
             if du * du + dv * dv > radius * radius:
                 continue
-            if min((u - cu) ** 2 + (v - cv) ** 2 for cu, cv in coordinates) < 0.015**2:
+            if min((u - cu) ** 2 + (v - cv) ** 2 for cu, cv in visited) < 0.015**2:
                 continue
             energy = energy_model[0] + energy_model[1] * du + energy_model[2] * dv
             heat = heat_model[0] + heat_model[1] * du + heat_model[2] * dv
@@ -165,7 +167,7 @@ def next_design(task: Task, probes: list[Probe]) -> tuple[float, float]:
     return task.design(*choice)
 
 
-def _radius(task: Task, probes: list[Probe], coordinates: list[tuple[float, float]]) -> float:
+def _radius(task: Task, probes: list[Probe]) -> float:
     """Trust-region radius after the probes so far: grows after an improving step, shrinks after a worse one."""
     radius = RADIUS[0]
     best = probes[0].merit(task)
@@ -179,22 +181,35 @@ def _radius(task: Task, probes: list[Probe], coordinates: list[tuple[float, floa
     return radius
 
 
-def probes_from_messages(messages: list[dict]) -> tuple[list[Probe], int]:
-    """(designs simulated so far, tool calls made so far), read from the tool results in the conversation."""
-    probes, calls = [], 0
+def probes_from_messages(messages: list[dict]) -> tuple[list[Probe], list[tuple[float, float]], int]:
+    """(designs simulated so far, designs the tool could not simulate, tool calls made so far)."""
+    probes: list[Probe] = []
+    failed: list[tuple[float, float]] = []
+    asked: dict[str, dict] = {}
+    calls = 0
     for message in messages:
         if message.get("role") == "assistant":
-            calls += sum(1 for call in message.get("tool_calls") or () if
-                         (call.get("function") or {}).get("name") == TOOL_NAME)
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                if function.get("name") == TOOL_NAME:
+                    calls += 1
+                    asked[str(call.get("id"))] = function
         elif message.get("role") == "tool":
             try:
                 result = json.loads(message_text(message.get("content")))
                 probes.append(Probe(float(result["pos_thickness_m"]), float(result["pos_porosity"]),
                                     float(result["specific_energy_Wh_kg"]), float(result["peak_temperature_K"]),
                                     bool(result["both_targets_met"])))
+                continue
             except (ValueError, TypeError, KeyError):
-                continue  # an error message: nothing was simulated
-    return probes, calls
+                pass
+            # an error: nothing was simulated; remember the design so it is not asked for again
+            try:
+                arguments = json.loads(asked[str(message.get("tool_call_id"))]["arguments"])
+                failed.append((float(arguments["pos_thickness"]), float(arguments["pos_porosity"])))
+            except (ValueError, TypeError, KeyError):
+                continue
+    return probes, failed, calls
 
 
 class SearchAgent(ReferenceAgent):
@@ -206,11 +221,11 @@ class SearchAgent(ReferenceAgent):
     async def act(self, messages: list[dict], tools: list[dict], identity: dict, rng: random.Random) -> dict:
         """A simulator call while no design meets both targets and budget is left, else the final answer."""
         task = Task.from_identity(identity)
-        probes, calls = probes_from_messages(messages)
+        probes, failed, calls = probes_from_messages(messages)
         solved = [probe for probe in probes if probe.met]
-        if solved or calls >= task.budget or (calls and not probes and calls >= 2):
+        if solved or calls >= task.budget or (len(failed) >= 2 and not probes):
             return self._answer(task, solved or probes)
-        thickness, porosity = next_design(task, probes)
+        thickness, porosity = next_design(task, probes, failed)
         return {
             "role": "assistant",
             "content": None,
