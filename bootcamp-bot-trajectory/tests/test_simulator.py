@@ -189,6 +189,30 @@ def test_scenes_switch_back_and_forth_and_old_ones_are_dropped() -> None:
         sim.close()
 
 
+def test_a_client_is_rebuilt_before_unfreeable_shapes_pile_up() -> None:
+    # PyBullet never frees a collision shape: past its limit a client starts afresh at the next scene change
+    sim = Simulator(scene_cache=2, shape_limit=6)
+    try:
+        for index in range(8):
+            sim.load(_scene(((0.0, 0.0, 0.9), (0.05, 0.05, 0.05 + index / 1000))))
+            assert sim.collides([0.0] * 7) and sim.contacts([0.0] * 7)[0].other == "obstacle 0"
+            sim.load(_scene())
+            assert not sim.collides([0.0] * 7)
+            assert sim.shapes <= 6 + 1
+        assert sim.rebuilds >= 1  # (PyBullet may hand the new client the old one's id)
+        # never while a loose box is out: its body id must stay valid until it is removed
+        body = sim.add_box(Box((1.0, 1.0, 1.0), (0.1, 0.1, 0.1)))
+        rebuilds = sim.rebuilds
+        for index in range(8):
+            sim.load(_scene(((2.0, 0.0, 0.5), (0.05, 0.05, 0.05 + index / 1000))))
+        assert sim.rebuilds == rebuilds and not sim.near([0.0] * 7, [body], 0.01)
+        sim.remove(body)
+        sim.load(_scene())
+        assert sim.rebuilds == rebuilds + 1
+    finally:
+        sim.close()
+
+
 def test_slow_work_runs_on_a_few_simulation_threads_with_clients_of_their_own() -> None:
     here = simulator()
     used = {on_simulation_thread(lambda: id(simulator())) for _ in range(50)}

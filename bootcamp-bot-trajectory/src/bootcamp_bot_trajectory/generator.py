@@ -4,8 +4,9 @@ A scene is built around its witness: draw a start and a goal configuration (the 
 effector) and a via configuration that makes the witness ``start -> via -> goal`` leave the straight joint-space
 line; then draw boxes, keeping only those that stay ``clearance`` metres away from the arm at every configuration
 the judge would check along the witness. So the witness is collision-free by construction, and provably so: it is
-checked at the judge's own resolution, with a margin. "Clutter" boxes are placed on the arm along the straight line
-from start to goal, where a naive path would go.
+checked at the judge's own resolution, with a margin. "Clutter" boxes are placed where a naive path would go: on the
+end effector's straight line from its start to the target, or on the arm along the straight joint-space line from
+the start to the goal configuration.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ __all__ = ["DEFAULTS", "TrajectoryGenerator", "build_identity"]
 DEFAULTS: dict[str, Any] = {
     "min_obstacles": 4,
     "max_obstacles": 8,
-    "clutter": 0.3,  # share of the boxes placed on the straight-line path
+    "clutter": 0.3,  # share of the boxes placed on a straight-line path (see the module docstring)
     "tolerance": 0.03,  # metres, end effector to target
     "hidden_obstacles": False,
     "resolution": 0.02,  # radians per joint between checked configurations

@@ -35,6 +35,10 @@ FLOOR_HALF_EXTENTS = (4.0, 4.0, 0.05)
 SCENE_CACHE = 32
 #: Where parked obstacles wait: far from the arm and from each other, so they never enter a collision query.
 PARKING = (1000.0, 0.0, -1000.0)
+#: Box shapes a client makes before it is rebuilt. PyBullet never frees a collision shape (``removeCollisionShape``
+#: only warns "TODO: dealloc"), about 3 KB each, so a client that sees ever new scenes would grow without end;
+#: disconnecting frees them all, and rebuilding takes about 0.1 s.
+SHAPE_LIMIT = 10_000
 #: Threads of :func:`on_simulation_thread`: PyBullet holds the GIL, so more would only add clients, not speed; a few
 #: keep a long planning job from holding up the path checks of other episodes.
 SIMULATION_THREADS = 4
@@ -111,16 +115,24 @@ class Contact:
 class Simulator:
     """One PyBullet client with the arm, the floor and a cache of obstacle scenes. Use it from one thread only."""
 
-    def __init__(self, scene_cache: int = SCENE_CACHE) -> None:
-        pybullet, pybullet_data = import_pybullet()
-        self.pybullet = pybullet
+    def __init__(self, scene_cache: int = SCENE_CACHE, shape_limit: int = SHAPE_LIMIT) -> None:
+        self.pybullet, self._data = import_pybullet()
         self.scene_cache = max(1, scene_cache)
+        self.shape_limit = shape_limit
         self.pid = os.getpid()
+        self.rebuilds = 0
+        self._connect()
+
+    def _connect(self) -> None:
+        """A fresh client with the arm and the floor (every earlier body and shape gone with the old one)."""
+        pybullet = self.pybullet
         self.client = pybullet.connect(pybullet.DIRECT)
         self._finalizer = weakref.finalize(self, _disconnect, pybullet, self.client, self.pid)
+        self.shapes = 0
+        self._loose: set[int] = set()  # bodies made by add_box and not removed yet
         client = self.client
         self.robot = pybullet.loadURDF(
-            os.path.join(pybullet_data.getDataPath(), ROBOT_URDF),
+            os.path.join(self._data.getDataPath(), ROBOT_URDF),
             useFixedBase=True,
             flags=pybullet.URDF_USE_SELF_COLLISION,
             physicsClientId=client,
@@ -138,18 +150,26 @@ class Simulator:
         self.load(((), True))
 
     # ----------------------------------------------------------------------------------------------- scenes
-    def _create_box(self, box: Box, position: Sequence[float] | None = None) -> int:
+    def _create_box(self, box: Box) -> int:
         pybullet, client = self.pybullet, self.client
+        self.shapes += 1
         shape = pybullet.createCollisionShape(pybullet.GEOM_BOX, halfExtents=list(box.half_extents),
                                               physicsClientId=client)
-        return pybullet.createMultiBody(baseMass=0, baseCollisionShapeIndex=shape,
-                                        basePosition=list(position or box.center), physicsClientId=client)
+        return pybullet.createMultiBody(baseMass=0, baseCollisionShapeIndex=shape, basePosition=list(box.center),
+                                        physicsClientId=client)
 
     def _move(self, body: int, position: Sequence[float]) -> None:
         self.pybullet.resetBasePositionAndOrientation(body, list(position), [0, 0, 0, 1], physicsClientId=self.client)
 
     def load(self, scene: tuple[tuple[Box, ...], bool]) -> None:
-        """Make ``scene`` (obstacles, floor) the one collisions are checked against; cheap when it is cached."""
+        """Make ``scene`` (obstacles, floor) the one collisions are checked against; cheap when it is cached.
+
+        Body ids from before a call may be stale after it: a client past its shape limit is rebuilt here.
+        """
+        if self.shapes >= self.shape_limit and not self._loose:
+            self._finalizer()
+            self.rebuilds += 1
+            self._connect()
         if scene == self._scene:
             return
         obstacles, floor = scene
@@ -177,10 +197,13 @@ class Simulator:
 
     def add_box(self, box: Box) -> int:
         """A box outside any scene (for generation): a body id to pass to :meth:`near` and :meth:`remove`."""
-        return self._create_box(box)
+        body = self._create_box(box)
+        self._loose.add(body)
+        return body
 
     def remove(self, body: int) -> None:
         """Remove a body made by :meth:`add_box`."""
+        self._loose.discard(body)
         self.pybullet.removeBody(body, physicsClientId=self.client)
 
     # ---------------------------------------------------------------------------------------------- queries
