@@ -186,7 +186,7 @@ class StrongBot(Bot):
     #: Pre-flop equity floor of the opponent's range after 0, 1, 2, 3+ bets or raises in the hand.
     range_floors: ClassVar[tuple[float, ...]] = (0.0, 0.5, 0.58, 0.64)
     #: The made hand the opponent's range holds at least after 0, 1, 2, 3+ bets or raises after the flop.
-    made_floors: ClassVar[tuple[str | None, ...]] = (None, "Two pair", "Three of a kind", "Straight")
+    made_floors: ClassVar[tuple[str | None, ...]] = (None, None, "One pair", "Two pair")
     open_equity = 0.45  # raise first in (or over a limp) from here
     reraise_equity = 0.66  # raise pre-flop over a raise from here
     preflop_call_margin = 0.08

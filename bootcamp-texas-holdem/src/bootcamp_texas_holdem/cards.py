@@ -122,12 +122,19 @@ def strength(cards: Sequence[int]) -> int:
     return best
 
 
-def hand_class(first: int, second: int) -> str:
-    """The pre-flop class of two hole cards: ``"AA"``, ``"AKs"`` (suited) or ``"AKo"`` (offsuit)."""
+def _class_name(first: int, second: int) -> str:
     high, low = (first, second) if first >> 2 >= second >> 2 else (second, first)
     if high >> 2 == low >> 2:
         return RANKS[high >> 2] * 2
     return f"{RANKS[high >> 2]}{RANKS[low >> 2]}{'s' if high & 3 == low & 3 else 'o'}"
+
+
+_CLASS_NAMES = [[_class_name(first, second) for second in range(52)] for first in range(52)]
+
+
+def hand_class(first: int, second: int) -> str:
+    """The pre-flop class of two hole cards: ``"AA"``, ``"AKs"`` (suited) or ``"AKo"`` (offsuit)."""
+    return _CLASS_NAMES[first][second]
 
 
 def hand_classes() -> list[str]:
@@ -159,11 +166,11 @@ def equity(
     opponent_floor: float = 0.0,
     opponent_made: str | None = None,
 ) -> float:
-    """Share of pots won (ties count half) against a random hand over ``samples`` random run-outs.
+    """Share of pots won (ties count half) against the opponent's range over ``samples`` random run-outs.
 
-    ``opponent_floor`` narrows the opponent's range to hands whose pre-flop equity is at least that, and
-    ``opponent_made`` to hands that already make at least that pokerkit label (``"Two pair"``) with the board; each
-    sample redraws a few times at most, so the cost stays bounded.
+    The range is every hand the opponent can hold, narrowed to those whose pre-flop equity is at least
+    ``opponent_floor`` and that already make at least ``opponent_made`` (a pokerkit label such as ``"Two pair"``)
+    with the board; when nothing is left it stays wide.
     """
     if not _PLAIN:
         _fill_tables()
@@ -171,21 +178,25 @@ def equity(
     live = [card for card in range(52) if card not in dead]
     missing = 5 - len(board)
     hole, board = list(hole), list(board)
-    table = preflop_table() if opponent_floor > 0 else None
     known = strength(hole + board) if missing == 0 else None
-    made = LABEL_FLOORS[opponent_made] if opponent_made and board else 0
+    holdings = None
+    if opponent_floor > 0 or (opponent_made and board):
+        table = preflop_table()
+        made = LABEL_FLOORS[opponent_made] if opponent_made and board else 0
+        holdings = [
+            pair for pair in combinations(live, 2)
+            if table[hand_class(*pair)] >= opponent_floor and (not made or strength([*pair, *board]) >= made)
+        ] or None
     won = 0.0
     for _ in range(samples):
-        drawn = rng.sample(live, missing + 2)
-        if table is not None or made:
-            for _ in range(8):
-                if (table is None or table[hand_class(drawn[0], drawn[1])] >= opponent_floor) and (
-                    not made or strength(drawn[:2] + board) >= made
-                ):
-                    break
-                drawn = rng.sample(live, missing + 2)
-        runout = board + drawn[2:]
+        if holdings is None:
+            drawn = rng.sample(live, missing + 2)
+            theirs_hole, runout = drawn[:2], board + drawn[2:]
+        else:
+            theirs_hole = holdings[rng.randrange(len(holdings))]
+            drawn = rng.sample(live, missing + 2)
+            runout = board + [card for card in drawn if card not in theirs_hole][:missing]
         mine = known if known is not None else strength(hole + runout)
-        theirs = strength(drawn[:2] + runout)
+        theirs = strength([*theirs_hole, *runout])
         won += 1.0 if mine > theirs else 0.5 if mine == theirs else 0.0
     return won / samples if samples else 0.5

@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 import math
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
@@ -30,6 +32,7 @@ from bootcamp_texas_holdem.cards import CARDS, cards_text, parse_cards
 __all__ = [
     "ACTIONS",
     "MATCH_OVER",
+    "FinishedHand",
     "IllegalAction",
     "Match",
     "MatchSettings",
@@ -37,13 +40,13 @@ __all__ = [
     "match_score",
 ]
 
-#: pokerkit does everything but dealing (we deal from the match's own deck) and the players' decisions.
+#: pokerkit does everything but dealing (we deal from the match's own deck), showing at showdown (both hands are
+#: always turned up, which also spares pokerkit evaluating who could still win) and the players' decisions.
 AUTOMATIONS = (
     Automation.ANTE_POSTING,
     Automation.BET_COLLECTION,
     Automation.BLIND_OR_STRADDLE_POSTING,
     Automation.RUNOUT_COUNT_SELECTION,
-    Automation.HOLE_CARDS_SHOWING_OR_MUCKING,
     Automation.HAND_KILLING,
     Automation.CHIPS_PUSHING,
     Automation.CHIPS_PULLING,
@@ -126,19 +129,38 @@ def match_score(chips: float, scale: float) -> float:
 
 
 def _new_state(small_blind: int, big_blind: int, stack: int) -> Any:
-    # pokerkit shuffles its own deck with the global random module when it creates a state. We deal from the match's
-    # own deck, so that shuffle is unused; restoring the global state keeps this library from touching it at all.
+    return NoLimitTexasHoldem.create_state(AUTOMATIONS, True, 0, (small_blind, big_blind), big_blind, (stack, stack), 2)
+
+
+@contextmanager
+def _global_random_kept() -> Iterator[None]:
+    """Put the global ``random`` state back afterwards.
+
+    pokerkit shuffles with the global generator: its own deck when it creates a state, and reserved cards whenever
+    it checks how many cards are left to deal. We deal from the match's own deck, so those draws decide nothing
+    here; restoring the state keeps the match from touching the global generator at all.
+    """
     saved = random.getstate()
     try:
-        return NoLimitTexasHoldem.create_state(
-            AUTOMATIONS, True, 0, (small_blind, big_blind), big_blind, (stack, stack), 2
-        )
+        yield
     finally:
         random.setstate(saved)
 
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+@attrs.frozen(kw_only=True)
+class FinishedHand:
+    """A hand as it ended: seats, cards and pokerkit's payoffs (player 1 is the button)."""
+
+    number: int
+    hero: int  # the hero's pokerkit player index
+    deal: tuple[int, ...]
+    holes: dict[int, tuple[int, ...]]
+    board: tuple[int, ...]
+    payoffs: tuple[int, ...]
 
 
 @attrs.define
@@ -172,13 +194,15 @@ class Match:
         self._bot_rng = random.Random(f"holdem:{settings.seed}:opponent")
         self._deal_cache: list[int] = []
         self.results: list[int] = []  # the hero's payoff of each finished hand
+        self.finished: list[FinishedHand] = []
         self.summaries: list[str] = []
         self.actions = 0  # the hero's accepted actions
         self.illegal = 0  # the hero's refused ones
         self.hand: _Hand | None = None
         self.pending: list[str] = []  # what happened since the last report
-        self._start_hand()
-        self._advance()
+        with _global_random_kept():
+            self._start_hand()
+            self._advance()
 
     # ------------------------------------------------------------------------------------------ queries
     @property
@@ -231,9 +255,10 @@ class Match:
         if self.over:
             raise MatchOver(f"{self.final_line()} No more actions can be taken.")
         self.pending = []
-        self._play(self.hand.hero, move)
-        self.actions += 1
-        self._advance()
+        with _global_random_kept():
+            self._play(self.hand.hero, move)
+            self.actions += 1
+            self._advance()
         return self.report()
 
     def _resolve(self, decision: Decision, action: Any, amount: Any) -> tuple[str, int | None]:
@@ -324,6 +349,8 @@ class Match:
                 card = seat_cards[len(hand.holes[player])]
                 hand.holes[player].append(card)
                 state.deal_hole(CARDS[card])
+            elif state.can_show_or_muck_hole_cards():
+                state.show_or_muck_hole_cards(True)  # both hands are turned face up at showdown
             elif state.can_deal_board():
                 count = state.board_dealing_count
                 cards = hand.deal[hand.cursor:hand.cursor + count]
@@ -350,7 +377,11 @@ class Match:
             actor = hand.state.actor_index
             if actor == hand.hero:
                 return
-            self._play(actor, self.bot.decide(self._decision(actor), self._bot_rng))
+            move = self.bot.decide(self._decision(actor), self._bot_rng)
+            try:
+                self._play(actor, move)
+            except IllegalAction as error:  # a bot bug must never read as the model's mistake
+                raise RuntimeError(f"the {self.settings.opponent} bot chose an illegal move {move!r}: {error}") from None
 
     def _decision(self, player: int) -> Decision:
         hand = self.hand
@@ -373,13 +404,15 @@ class Match:
         )
 
     def _play(self, player: int, move: tuple[str, int | None]) -> None:
-        """Apply one move through pokerkit and write it; a bot's illegal move becomes a check or call."""
+        """Apply one move through pokerkit and write it; an illegal move raises :class:`IllegalAction`, unplayed."""
         hand = self.hand
         state = hand.state
         kind, amount = move
         you = player == hand.hero
         who, s = ("You", "") if you else ("The opponent", "s")
-        if kind == "raise" and amount is not None and state.can_complete_bet_or_raise_to(amount):
+        if kind == "raise":
+            if isinstance(amount, bool) or not isinstance(amount, int) or not state.can_complete_bet_or_raise_to(amount):
+                raise IllegalAction(f"a bet or raise to {amount!r} is not legal now")
             all_in = amount == state.bets[player] + state.stacks[player]
             verb = f"raise{s} to" if hand.street_has_bet else f"bet{s}"
             state.complete_bet_or_raise_to(amount)
@@ -388,15 +421,19 @@ class Match:
             if hand.board:
                 hand.postflop_aggression[player] += 1
             self._log(f"{who} {verb} {amount}{' (all-in)' if all_in else ''}.")
-        elif kind == "fold" and state.checking_or_calling_amount and state.can_fold():
+        elif kind == "fold":
+            if not (state.checking_or_calling_amount and state.can_fold()):
+                raise IllegalAction("folding is not legal without a bet to call")
             state.fold()
             hand.folded = player
             self._log(f"{who} fold{s}.")
-        else:
+        elif kind == "check_call":
             cost = state.checking_or_calling_amount or 0
             all_in = cost and cost == state.stacks[player]
             state.check_or_call()
             self._log(f"{who} call{s} {cost}{' (all-in)' if all_in else ''}." if cost else f"{who} check{s}.")
+        else:
+            raise IllegalAction(f"unknown move {kind!r}")
         self._log_operations()
 
     def _log(self, line: str) -> None:
@@ -433,9 +470,15 @@ class Match:
         hand = self.hand
         state = hand.state
         payoff = state.payoffs[hand.hero]
-        if sum(state.payoffs) != 0:  # pokerkit never loses chips; a failure here is a bug to surface, not hide
-            raise RuntimeError(f"hand {hand.number}: payoffs {state.payoffs} do not sum to zero")
+        total = self.settings.starting_stack * 2
+        if sum(state.payoffs) != 0 or sum(state.stacks) != total:  # chips are never made or lost: surface any bug
+            raise RuntimeError(f"hand {hand.number}: payoffs {state.payoffs}, stacks {state.stacks} (of {total})")
         self.results.append(payoff)
+        self.finished.append(FinishedHand(
+            number=hand.number, hero=hand.hero, deal=tuple(hand.deal),
+            holes={seat: tuple(cards) for seat, cards in hand.holes.items()}, board=tuple(hand.board),
+            payoffs=tuple(state.payoffs),
+        ))
         if hand.folded is not None:
             how = "you folded" if hand.folded == hand.hero else "the opponent folded"
         else:
