@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import anyio
+import httpx
 import openai
 import pytest
 
@@ -76,7 +77,8 @@ def test_a_thousand_concurrent_conversations_each_get_their_own_script():
         return Reply.text(f"{request['messages'][0]['content']}:{turn}")
 
     async def main(server: ScriptedChatServer) -> list[str]:
-        sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        # generous connect timeout: 1,000 connections at once on a busy 2-core machine take a while to accept
+        sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=httpx.Timeout(300.0))
         answers = [""] * 1000
 
         async def ask(index: int) -> None:
