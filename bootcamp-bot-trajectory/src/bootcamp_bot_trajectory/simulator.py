@@ -128,8 +128,8 @@ class Simulator:
         pybullet = self.pybullet
         self.client = pybullet.connect(pybullet.DIRECT)
         self._finalizer = weakref.finalize(self, _disconnect, pybullet, self.client, self.pid)
-        self.shapes = 0
         self._loose: set[int] = set()  # bodies made by add_box and not removed yet
+        self.shapes = 0
         client = self.client
         self.robot = pybullet.loadURDF(
             os.path.join(self._data.getDataPath(), ROBOT_URDF),
@@ -143,11 +143,12 @@ class Simulator:
         # the base stands on the floor by design; only the moving links can hit it
         pybullet.setCollisionFilterPair(self.robot, self.floor, -1, -1, 0, physicsClientId=client)
         self._joints = list(range(JOINT_COUNT))
-        self._scenes: collections.OrderedDict[tuple, list[int]] = collections.OrderedDict()
-        self._scene: tuple | None = None
+        empty = ((), True)
+        self._scenes: collections.OrderedDict[tuple, list[int]] = collections.OrderedDict({empty: []})
+        self._scene: tuple = empty
         self._names: dict[int, tuple[str, int | None]] = {self.floor: ("the floor", None)}
         self._floor_on = True
-        self.load(((), True))
+        self.shapes = 0  # obstacle shapes made by this client (the floor's is not counted)
 
     # ----------------------------------------------------------------------------------------------- scenes
     def _create_box(self, box: Box) -> int:
@@ -173,9 +174,8 @@ class Simulator:
         if scene == self._scene:
             return
         obstacles, floor = scene
-        if self._scene is not None:
-            for body in self._scenes[self._scene]:
-                self._move(body, PARKING)
+        for body in self._scenes[self._scene]:
+            self._move(body, PARKING)
         bodies = self._scenes.get(scene)
         if bodies is None:
             bodies = [self._create_box(box) for box in obstacles]
