@@ -19,8 +19,10 @@ from bootcamp_core.plugins import get_registry, reset_registry
 from bootcamp_core.testing import write_distribution
 
 #: A second bootcamp: a counter whose steps parameter is an array (verl would drop its items), a tool score that
-#: says whether the counter reached the target, and a reward that scores from that tool score.
+#: says whether the counter reached the target, and a reward that scores from that tool score. A step of 0 hangs.
 MINI_HOOKS = '''
+import asyncio
+
 from bootcamp_core import Reward, TaskGenerator, Tool, hookimpl
 
 class CountGenerator(TaskGenerator):
@@ -48,6 +50,8 @@ class CounterTool(Tool):
         steps = parameters["steps"]
         if not isinstance(steps, list) or not all(isinstance(step, int) for step in steps):
             raise ValueError("steps must be a list of integers")
+        if 0 in steps:  # a step of 0 hangs: a tool that never answers
+            await asyncio.sleep(3600)
         state = self.state(instance_id)
         state["count"] += sum(steps)
         return f"count={state['count']}", 0.0, {"count": state["count"]}
@@ -169,6 +173,10 @@ def test_bootcamps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
         patch.setenv("BOOTCAMP_STRICT_PLUGINS", "1")
+        # nothing is downloaded, and Hugging Face datasets caches what verl's RLHFDataset reads in the test folders
+        for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+            patch.setenv(name, "1")
+        patch.setenv("HF_DATASETS_CACHE", str(tmp_path_factory.mktemp("hf-datasets")))
         yield folder
     sys.path.remove(str(folder))
     reset_registry()
@@ -285,3 +293,85 @@ def main_ppo_config() -> Callable[..., Any]:
             return compose(config_name=name, overrides=list(overrides))
 
     return compose_config
+
+
+@pytest.fixture(scope="session")
+def trainer_config(exported, model_dir, main_ppo_config):
+    """main_ppo's config as the exported script sets it (tiny micro batches, short lengths) for the test model."""
+    from omegaconf import OmegaConf
+
+    files = "[" + ",".join(f"'{path}'" for path in exported.parquet_files) + "]"
+    config = main_ppo_config([
+        f"data.train_files={files}",
+        f"actor_rollout_ref.model.path={model_dir}",
+        "actor_rollout_ref.rollout.name=sglang",
+        "actor_rollout_ref.rollout.multi_turn.enable=True",
+        f"actor_rollout_ref.rollout.multi_turn.tool_config_path={exported.tool_config}",
+        f"actor_rollout_ref.rollout.agent.agent_loop_config_path={exported.agent_loop_config}",
+        "actor_rollout_ref.rollout.multi_turn.max_parallel_calls=20",
+        "actor_rollout_ref.rollout.multi_turn.max_tool_response_length=16384",
+        "reward.custom_reward_function.path=pkg://bootcamp_verl.reward",
+        "data.max_prompt_length=4096",
+        "data.max_response_length=4096",
+    ])
+    OmegaConf.set_readonly(config, False)
+    return config
+
+
+@pytest.fixture(scope="session")
+def dataset_rows(exported, tokenizer, trainer_config) -> list[dict]:
+    """verl's RLHFDataset items of the exported mixed dataset (4 example rows, then 3 mini rows)."""
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    dataset = RLHFDataset([str(path) for path in exported.parquet_files], tokenizer, trainer_config.data)
+    return [dataset[index] for index in range(len(dataset))]
+
+
+@pytest.fixture
+def make_loop(exported, tokenizer, trainer_config):
+    """An agent loop built as verl's AgentLoopWorker builds one per sample: hydra.utils.instantiate with its kwargs."""
+    import hydra
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    entries = {entry.name: entry for entry in OmegaConf.load(exported.agent_loop_config)}
+
+    def build(name: str, server: ScriptedServer, tools: list, config=None):
+        config = config or trainer_config
+        entry = entries[name] if name in entries else _agent_loop_registry[name]
+        return hydra.utils.instantiate(
+            config=entry, trainer_config=DictConfigWrap(config=config), server_manager=server, tokenizer=tokenizer,
+            processor=None, hf_model_type=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(config.data),
+            tools=ToolListWrap(tools),
+        )
+
+    return build
+
+
+@pytest.fixture
+def load_tools(exported):
+    """The exported tools, loaded by verl's own loader: {name: adapter}."""
+    from verl.tools.tool_registry import initialize_tools_from_config
+
+    return lambda: {tool.name: tool for tool in initialize_tools_from_config(str(exported.tool_config))}
+
+
+def run_kwargs(row: dict) -> dict:
+    """What AgentLoopWorker passes an agent loop's run(): the row's fields but agent_name (and the dummy tensor)."""
+    return {key: value for key, value in row.items() if key not in ("agent_name", "dummy_tensor")}
+
+
+@pytest.fixture
+def run_loop(make_loop):
+    """Build an agent loop inside a running event loop (as verl does), run it on a row: (loop, AgentLoopOutput)."""
+    import asyncio
+
+    def run(name: str, server: ScriptedServer, tools: list, row: dict, config=None):
+        async def episode():
+            loop = make_loop(name, server, tools, config)
+            return loop, await loop.run({"temperature": 1.0}, **run_kwargs(row))
+
+        return asyncio.run(episode())
+
+    return run
