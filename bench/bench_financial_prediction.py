@@ -118,6 +118,7 @@ def scoring(count: int) -> None:
 
 def end_to_end(count: int) -> None:
     import anyio
+
     from bootcamp_core.generate import config_for_bootcamp, generate, iter_records
     from bootcamp_core.plugins import get_registry
     from bootcamp_core.policies import ReferencePolicy

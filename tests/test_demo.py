@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bootcamp_core.testing import MINIMAL_HOOKS, write_distribution
 
+
 def test_demo_generates_evaluates_reports_and_postprocesses_offline(tmp_path: Path):
     site = tmp_path / "site"
     write_distribution(site, "bootcamp-silent", "0.1", entry_points={"bootcamp": {"silent": "silent_hooks"}},

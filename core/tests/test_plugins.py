@@ -25,6 +25,7 @@ from bootcamp_core import (
 from bootcamp_core.plugins import Registry
 from bootcamp_core.testing import MINIMAL_HOOKS, write_distribution
 
+
 def run_cli(*args: str, path: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     environment = {**os.environ, **(env or {})}
     if path is not None:

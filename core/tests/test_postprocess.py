@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from bootcamp_core.cli import main
 from bootcamp_core.errors import ConfigError
 from bootcamp_core.postprocess import (

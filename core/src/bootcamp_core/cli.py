@@ -22,6 +22,7 @@ from pathlib import Path
 from bootcamp_core.__about__ import __version__
 from bootcamp_core.errors import BootcampError, ConfigError
 
+
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
 
