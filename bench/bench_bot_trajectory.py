@@ -29,6 +29,7 @@ def level_tasks(level: str, count: int, seed: int) -> list:
     from importlib import resources
 
     import yaml
+
     from bootcamp_bot_trajectory.generator import TrajectoryGenerator
     from bootcamp_bot_trajectory.robot import Task
 

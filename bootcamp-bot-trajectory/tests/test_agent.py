@@ -10,6 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+
 from bootcamp_bot_trajectory.agent import PlannerAgent
 from bootcamp_bot_trajectory.answer import find_answer
 from bootcamp_bot_trajectory.generator import TrajectoryGenerator

@@ -9,6 +9,7 @@ from importlib import resources
 
 import pytest
 import yaml
+
 from bootcamp_bot_trajectory.answer import ANSWER_FORMAT
 from bootcamp_bot_trajectory.generator import DEFAULTS, TrajectoryGenerator, build_identity
 from bootcamp_bot_trajectory.judge import judge_path

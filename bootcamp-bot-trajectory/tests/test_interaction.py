@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from bootcamp_bot_trajectory.answer import ANSWER_FORMAT, format_answer
 from bootcamp_bot_trajectory.interaction import AnswerFeedback
 from bootcamp_core.plugins import Registry

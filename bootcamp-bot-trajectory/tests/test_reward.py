@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from bootcamp_bot_trajectory.answer import find_answer, format_answer
 from bootcamp_bot_trajectory.generator import TrajectoryGenerator
 from bootcamp_bot_trajectory.reward import TrajectoryReward

@@ -8,6 +8,7 @@ import os
 from xml.etree import ElementTree
 
 import pytest
+
 from bootcamp_bot_trajectory.robot import (
     JOINT_COUNT,
     LOWER_LIMITS,

@@ -13,6 +13,7 @@ from xml.etree import ElementTree
 
 import anyio
 import pytest
+
 from bootcamp_bot_trajectory.judge import judge_path
 from bootcamp_bot_trajectory.robot import UPPER_LIMITS, Box, Task
 from bootcamp_bot_trajectory.simulator import (

@@ -6,6 +6,7 @@ import asyncio
 import random
 
 import pytest
+
 from bootcamp_bot_trajectory.generator import TrajectoryGenerator
 from bootcamp_bot_trajectory.tools import CheckPathTool, ForwardKinematicsTool
 from bootcamp_core.plugins import Registry

@@ -7,13 +7,13 @@ import random
 from typing import Any, ClassVar
 
 import attrs
-from bootcamp_core import ConfigError, ReferenceAgent
-from bootcamp_core.rollout import message_text
 
 from bootcamp_bot_trajectory.judge import SOLVED, judge_path
 from bootcamp_bot_trajectory.planner import Planner, PlannerSettings
 from bootcamp_bot_trajectory.robot import Task, round_configuration
 from bootcamp_bot_trajectory.simulator import simulate
+from bootcamp_core import ConfigError, ReferenceAgent
+from bootcamp_core.rollout import message_text
 
 __all__ = ["PlannerAgent"]
 

@@ -16,8 +16,6 @@ import random
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from bootcamp_core import ConfigError, GenerationError, TaskGenerator
-
 from bootcamp_bot_trajectory.answer import ANSWER_FORMAT
 from bootcamp_bot_trajectory.robot import (
     END_EFFECTOR,
@@ -29,6 +27,7 @@ from bootcamp_bot_trajectory.robot import (
     path_samples,
 )
 from bootcamp_bot_trajectory.simulator import Simulator, simulator
+from bootcamp_core import ConfigError, GenerationError, TaskGenerator
 
 __all__ = ["DEFAULTS", "TrajectoryGenerator", "build_identity"]
 

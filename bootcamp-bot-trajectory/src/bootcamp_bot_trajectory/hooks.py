@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from bootcamp_core import hookimpl
-from bootcamp_core.hookspecs import Register
-
 from bootcamp_bot_trajectory.agent import PlannerAgent
 from bootcamp_bot_trajectory.generator import TrajectoryGenerator
 from bootcamp_bot_trajectory.interaction import AnswerFeedback
 from bootcamp_bot_trajectory.reward import TrajectoryReward
 from bootcamp_bot_trajectory.tools import CheckPathTool, ForwardKinematicsTool
+from bootcamp_core import hookimpl
+from bootcamp_core.hookspecs import Register
 
 
 @hookimpl

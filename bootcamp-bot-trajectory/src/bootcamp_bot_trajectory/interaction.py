@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from bootcamp_core import Interaction
-from bootcamp_core.rollout import message_text
-
 from bootcamp_bot_trajectory.answer import ANSWER_FORMAT, find_answer
 from bootcamp_bot_trajectory.judge import judge_path
 from bootcamp_bot_trajectory.robot import Task
 from bootcamp_bot_trajectory.simulator import simulate
+from bootcamp_core import Interaction
+from bootcamp_core.rollout import message_text
 
 __all__ = ["AnswerFeedback"]
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from bootcamp_core import Reward
-
 from bootcamp_bot_trajectory.answer import find_answer
 from bootcamp_bot_trajectory.judge import PathReport, judge_path
 from bootcamp_bot_trajectory.robot import IdentityError, Task, path_length
 from bootcamp_bot_trajectory.simulator import on_simulation_thread
+from bootcamp_core import Reward
 
 __all__ = ["SOFT_WEIGHTS", "TrajectoryReward", "soft_score"]
 

@@ -10,8 +10,6 @@ import json
 import math
 from typing import Any, ClassVar
 
-from bootcamp_core import Tool
-
 from bootcamp_bot_trajectory.judge import judge_path
 from bootcamp_bot_trajectory.robot import (
     END_EFFECTOR,
@@ -24,6 +22,7 @@ from bootcamp_bot_trajectory.robot import (
     parse_waypoints,
 )
 from bootcamp_bot_trajectory.simulator import simulate, simulator
+from bootcamp_core import Tool
 
 __all__ = ["CheckPathTool", "ForwardKinematicsTool"]
 
