@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from bootcamp_battery_design.simulator import CellSimulator, get_simulator
 from bootcamp_core.plugins import Registry
 

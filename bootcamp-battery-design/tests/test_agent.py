@@ -9,6 +9,7 @@ import random
 
 import anyio
 import pytest
+
 from bootcamp_battery_design.agent import START, SearchAgent, Task
 from bootcamp_battery_design.answer import extract_design
 from bootcamp_battery_design.simulator import CellSimulator

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from bootcamp_battery_design import cell
 from bootcamp_battery_design.cell import CellDesign, Conditions, DesignError, geometry
 

@@ -6,6 +6,7 @@ import json
 import random
 
 import pytest
+
 from bootcamp_battery_design.answer import ANSWER_FORMAT
 from bootcamp_battery_design.cell import CellDesign, Conditions
 from bootcamp_battery_design.generator import CellDesignGenerator

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+
 from bootcamp_battery_design.answer import extract_design, format_answer
 from bootcamp_battery_design.cell import CellDesign, Conditions
 from bootcamp_battery_design.reward import CellDesignReward, soft_score

@@ -8,8 +8,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
 from bootcamp_battery_design.cell import CellDesign, Conditions
-from bootcamp_battery_design.simulator import CellSimulator, get_simulator
+from bootcamp_battery_design.simulator import CellSimulator, SimulationError, get_simulator
 
 REFERENCE = CellDesign(75.6e-6, 0.335)
 ROOM = Conditions(1.0, 298.15, 10.0)
@@ -123,3 +124,15 @@ def test_a_forked_process_gets_its_own_simulator_and_the_same_results(simulator:
     # the child kept the parent's cache (no solve for a known design) and solved a new one on a model of its own
     assert (energy, temperature, solves) == (parent.specific_energy_Wh_kg, parent.peak_temperature_K, 0)
     assert new == simulator.simulate(CellDesign(77.8e-6, 0.3), ROOM).peak_temperature_K
+
+
+def test_a_solver_failure_is_a_clear_cached_error_and_the_model_keeps_working(simulator: CellSimulator) -> None:
+    # 150 K is far outside the supported range (the tool never asks for it): the solver cannot start from there
+    frozen = Conditions(1.0, 150.0, 10.0)
+    with pytest.raises(SimulationError, match="^the solver failed for this design"):
+        simulator.simulate(REFERENCE, frozen)
+    solves, failures = simulator.stats.solves, simulator.stats.failures
+    with pytest.raises(SimulationError, match="^the solver failed for this design"):
+        simulator.simulate(REFERENCE, frozen)
+    assert (simulator.stats.solves, simulator.stats.failures) == (solves, failures)
+    assert simulator.simulate(CellDesign(75.5e-6, 0.335), ROOM).termination == "event: Minimum voltage [V]"

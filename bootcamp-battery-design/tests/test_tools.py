@@ -6,6 +6,7 @@ import json
 
 import anyio
 import pytest
+
 from bootcamp_battery_design.cell import CellDesign, Conditions
 from bootcamp_battery_design.simulator import CellSimulator
 from bootcamp_battery_design.tools import BatterySimulationTool

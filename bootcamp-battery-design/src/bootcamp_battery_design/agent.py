@@ -15,11 +15,11 @@ import random
 from typing import ClassVar
 
 import attrs
-from bootcamp_core import ReferenceAgent
-from bootcamp_core.rollout import message_text
 
 from bootcamp_battery_design.answer import format_answer
 from bootcamp_battery_design.tools import DEFAULT_BUDGET, design_bounds
+from bootcamp_core import ReferenceAgent
+from bootcamp_core.rollout import message_text
 
 __all__ = ["Probe", "SearchAgent", "Task", "next_design"]
 

@@ -6,8 +6,6 @@ import math
 import random
 from typing import Any, ClassVar
 
-from bootcamp_core import ConfigError, GenerationError, TaskGenerator
-
 from bootcamp_battery_design.answer import ANSWER_FORMAT
 from bootcamp_battery_design.cell import (
     AMBIENT_RANGE_K,
@@ -19,6 +17,7 @@ from bootcamp_battery_design.cell import (
     Conditions,
 )
 from bootcamp_battery_design.simulator import SimulationError, get_simulator
+from bootcamp_core import ConfigError, GenerationError, TaskGenerator
 
 __all__ = ["DEFAULTS", "CellDesignGenerator", "task_conditions"]
 

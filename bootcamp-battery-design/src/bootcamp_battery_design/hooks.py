@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from bootcamp_core import hookimpl
-from bootcamp_core.hookspecs import Register
-
 from bootcamp_battery_design.agent import SearchAgent
 from bootcamp_battery_design.generator import CellDesignGenerator
 from bootcamp_battery_design.reward import CellDesignReward
 from bootcamp_battery_design.tools import BatterySimulationTool
+from bootcamp_core import hookimpl
+from bootcamp_core.hookspecs import Register
 
 
 @hookimpl

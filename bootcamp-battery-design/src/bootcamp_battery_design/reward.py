@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from bootcamp_core import Reward
-
 from bootcamp_battery_design.answer import extract_design
 from bootcamp_battery_design.cell import CellDesign, Conditions, DesignError
 from bootcamp_battery_design.simulator import CellPerformance, get_simulator
 from bootcamp_battery_design.tools import design_bounds
+from bootcamp_core import Reward
 
 __all__ = ["CellDesignReward", "soft_score"]
 

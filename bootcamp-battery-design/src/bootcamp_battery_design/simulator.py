@@ -147,10 +147,12 @@ class SimulatorStats:
 
     @property
     def requests(self) -> int:
+        """Every simulation asked for: solved, or answered from the cache or a solve already under way."""
         return self.solves + self.cache_hits
 
     @property
     def hit_rate(self) -> float:
+        """Share of requests answered without a solve of their own."""
         return self.cache_hits / self.requests if self.requests else 0.0
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from bootcamp_core import Tool
-
 from bootcamp_battery_design.cell import POROSITY_RANGE, THICKNESS_RANGE_M, CellDesign, Conditions, DesignError
 from bootcamp_battery_design.simulator import CellPerformance, get_simulator
+from bootcamp_core import Tool
 
 __all__ = ["DEFAULT_BUDGET", "BatterySimulationTool", "design_bounds", "report"]
 
