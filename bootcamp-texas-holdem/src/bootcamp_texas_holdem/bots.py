@@ -53,6 +53,7 @@ class Decision:
     button: bool  # on the button: acts first pre-flop, last after the flop
     opponent_aggression: int = 0  # bets and raises by the opponent in this hand (blinds excluded)
     opponent_postflop_aggression: int = 0  # those of them after the flop
+    opponent_entered: bool = False  # the opponent put chips in before the flop by choice (a call or a raise)
 
     @property
     def street(self) -> int:
@@ -185,9 +186,12 @@ class StrongBot(Bot):
     )
     #: Pre-flop equity floor of the opponent's range after 0, 1, 2, 3+ bets or raises in the hand.
     range_floors: ClassVar[tuple[float, ...]] = (0.0, 0.5, 0.58, 0.64)
+    #: Pre-flop equity floor of the opponent's range after the flop when it chose to play before the flop.
+    entered_floor = 0.5
     #: The made hand the opponent's range holds at least after 0, 1, 2, 3+ bets or raises after the flop.
     made_floors: ClassVar[tuple[str | None, ...]] = (None, None, "One pair", "Two pair")
-    open_equity = 0.45  # raise first in (or over a limp) from here
+    open_equity = 0.45  # raise first in from the button from here
+    limp_raise_equity = 0.45  # raise over a limp from here
     reraise_equity = 0.66  # raise pre-flop over a raise from here
     preflop_call_margin = 0.08
     bet_equity = 0.62  # bet for value after the flop
@@ -197,6 +201,8 @@ class StrongBot(Bot):
 
     def decide(self, decision: Decision, rng: random.Random) -> Action:
         floor = self.range_floors[min(decision.opponent_aggression, len(self.range_floors) - 1)]
+        if decision.board and decision.opponent_entered:
+            floor = max(floor, self.entered_floor)
         made = self.made_floors[min(decision.opponent_postflop_aggression, len(self.made_floors) - 1)]
         hand_equity = _equity(decision, rng, floor, made)
         if not decision.board:
@@ -215,7 +221,9 @@ class StrongBot(Bot):
 
     def _preflop(self, decision: Decision, hand_equity: float) -> Action:
         unraised = decision.opponent_aggression == 0 and decision.to_call <= decision.big_blind
-        if hand_equity >= self.reraise_equity or (unraised and hand_equity >= self.open_equity):
+        # First in from the button a raise steals the blinds often; over a limp it only pays with value.
+        opening = self.open_equity if decision.to_call else self.limp_raise_equity
+        if hand_equity >= self.reraise_equity or (unraised and hand_equity >= opening):
             return _raise_or_call(decision, 0.75 if unraised else 1.0)
         if not decision.to_call or hand_equity >= decision.pot_odds + self.preflop_call_margin:
             return ("check_call", None)

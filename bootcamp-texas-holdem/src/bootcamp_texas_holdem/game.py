@@ -177,6 +177,7 @@ class _Hand:
     seen: int = 0  # pokerkit operations already written
     aggression: dict[int, int] = attrs.field(factory=lambda: {BUTTON: 0, BIG_BLIND: 0})
     postflop_aggression: dict[int, int] = attrs.field(factory=lambda: {BUTTON: 0, BIG_BLIND: 0})
+    entered: dict[int, bool] = attrs.field(factory=lambda: {BUTTON: False, BIG_BLIND: False})
     street_has_bet: bool = True  # pre-flop the blinds are the bets
     shown: dict[int, bool] = attrs.field(factory=dict)
     folded: int | None = None
@@ -401,6 +402,7 @@ class Match:
             button=player == BUTTON,
             opponent_aggression=hand.aggression[1 - player],
             opponent_postflop_aggression=hand.postflop_aggression[1 - player],
+            opponent_entered=hand.entered[1 - player],
         )
 
     def _play(self, player: int, move: tuple[str, int | None]) -> None:
@@ -420,6 +422,8 @@ class Match:
             hand.aggression[player] += 1
             if hand.board:
                 hand.postflop_aggression[player] += 1
+            else:
+                hand.entered[player] = True
             self._log(f"{who} {verb} {amount}{' (all-in)' if all_in else ''}.")
         elif kind == "fold":
             if not (state.checking_or_calling_amount and state.can_fold()):
@@ -431,6 +435,8 @@ class Match:
             cost = state.checking_or_calling_amount or 0
             all_in = cost and cost == state.stacks[player]
             state.check_or_call()
+            if cost and not hand.board:
+                hand.entered[player] = True
             self._log(f"{who} call{s} {cost}{' (all-in)' if all_in else ''}." if cost else f"{who} check{s}.")
         else:
             raise IllegalAction(f"unknown move {kind!r}")
