@@ -69,10 +69,10 @@ class HeadsUpGenerator(TaskGenerator):
         self.template = {key: settings[key] for key in
                          ("hands", "duplicate", "small_blind", "big_blind", "starting_stack", "reveal_opponent")}
         try:  # every rule of a match is checked once here, so a bad group fails before generation starts
-            self.template["score_scale"] = float(scale * settings["big_blind"] * settings["hands"])
             MatchSettings.from_identity({**self.template, "seed": 0, "opponent": self.opponents[0][0]})
-        except (TypeError, ValueError) as error:
+        except ValueError as error:
             raise ConfigError(f"{type(self).__name__}: {error}") from None
+        self.template["score_scale"] = float(scale * settings["big_blind"] * settings["hands"])
 
     def case_generator(self, rng: random.Random) -> dict:
         """The match identity: a deal seed (hidden from the model), the opponent and the rules."""

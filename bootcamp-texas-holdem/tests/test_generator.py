@@ -1,0 +1,127 @@
+"""The generator: determinism, identity, opponent mixes, prompts, the default groups and config errors."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from importlib import resources
+
+import pytest
+import yaml
+from bootcamp_core import ConfigError
+from bootcamp_core.plugins import Registry
+
+from bootcamp_texas_holdem.bots import STYLES
+from bootcamp_texas_holdem.game import MATCH_OVER, MatchSettings
+from bootcamp_texas_holdem.generator import HeadsUpGenerator
+
+DEFAULT = yaml.safe_load((resources.files("bootcamp_texas_holdem") / "configs" / "default.yaml").read_text())
+GROUPS = DEFAULT["instruction_generators"]
+
+
+def draws(generator: HeadsUpGenerator, seed: int, count: int = 20) -> list[tuple[dict, str]]:
+    rng = random.Random(seed)
+    found = []
+    for _ in range(count):
+        identity = generator.case_generator(rng)
+        found.append((identity, generator.prompt_func(identity, rng)))
+    return found
+
+
+def test_same_seed_same_tasks(registry: Registry) -> None:
+    generator = registry.component("generator", "texas_holdem/heads_up")
+    assert draws(generator, 7) == draws(generator, 7)
+    assert draws(generator, 7) != draws(generator, 8)
+    assert len({identity["seed"] for identity, _ in draws(generator, 1, 200)}) == 200
+
+
+def test_draws_only_from_the_rng_passed_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = random.getstate()
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the global random module must not be used")
+
+    for function in ("random", "randint", "randrange", "choice", "choices", "uniform", "getrandbits", "shuffle"):
+        monkeypatch.setattr(random, function, forbidden)
+    draws(HeadsUpGenerator(), 0, 50)
+    monkeypatch.undo()
+    assert random.getstate() == before
+
+
+def test_identity_is_a_valid_match_and_survives_json() -> None:
+    for identity, _ in draws(HeadsUpGenerator(hands=6, duplicate=True, big_blind=200, small_blind=100), 3, 50):
+        settings = MatchSettings.from_identity(identity)
+        assert (settings.hands, settings.duplicate, settings.big_blind, settings.small_blind) == (6, True, 200, 100)
+        assert settings.score_scale == 5 * 200 * 6
+        assert json.loads(json.dumps(identity, allow_nan=False)) == identity
+        assert 0 <= identity["seed"] < 2**48
+
+
+def test_opponent_mix_follows_the_weights() -> None:
+    counts = Counter(identity["opponent"] for identity, _ in draws(
+        HeadsUpGenerator(opponents={"strong": 3, "random": 1, "tight_passive": 0}), 5, 800))
+    assert set(counts) == {"strong", "random"}
+    assert 0.68 < counts["strong"] / 800 < 0.82
+    assert {identity["opponent"] for identity, _ in draws(HeadsUpGenerator(opponents="loose_aggressive"), 1)} == {
+        "loose_aggressive"}
+    assert {identity["opponent"] for identity, _ in draws(HeadsUpGenerator(), 2, 200)} == set(STYLES)
+    # the order a config lists the styles in does not change the tasks
+    assert draws(HeadsUpGenerator(opponents={"random": 1, "strong": 2}), 4) == draws(
+        HeadsUpGenerator(opponents={"strong": 2, "random": 1}), 4)
+
+
+def test_prompt_states_rules_opponent_format_and_hides_the_seed() -> None:
+    identity, prompt = draws(HeadsUpGenerator(opponents="tight_passive"), 3, 1)[0]
+    assert "10 hands of heads-up no-limit Texas hold'em" in prompt and "50/100" in prompt and "20000" in prompt
+    assert STYLES["tight_passive"] in prompt
+    assert '{"action": "fold" | "check" | "call" | "bet" | "raise" | "all_in", "amount": <chips>}' in prompt
+    assert "raise TO" in prompt and f'"{MATCH_OVER}"' in prompt and "cannot be restarted" in prompt
+    assert str(identity["seed"]) not in prompt
+    hidden_identity, hidden = draws(HeadsUpGenerator(opponents="strong", reveal_opponent=False), 3, 1)[0]
+    assert "whose playing style you are not told" in hidden
+    assert not any(description in hidden for description in STYLES.values())
+    assert "duplicate format" in draws(HeadsUpGenerator(duplicate=True), 3, 1)[0][1]
+    assert "duplicate format" not in prompt
+
+
+def test_default_groups() -> None:
+    assert DEFAULT["global_config"]["class_name"] == "texas_holdem/heads_up"
+    assert set(GROUPS) == {"vs_random", "vs_loose_aggressive", "vs_tight_passive", "vs_strong_duplicate",
+                           "unknown_opponent"}
+    for name, group in GROUPS.items():
+        generator = HeadsUpGenerator(**group["config"])
+        for identity, _ in draws(generator, 1, 10):
+            assert identity["hands"] == 10
+            assert identity["reveal_opponent"] == (name != "unknown_opponent")
+            assert identity["duplicate"] == (name == "vs_strong_duplicate")
+
+
+def test_component_attributes_resolve_within_the_bootcamp(registry: Registry) -> None:
+    cls = registry.get_class("generator", "texas_holdem/heads_up")
+    assert [registry.resolve("tool", name, "texas_holdem") for name in cls.tools] == [
+        "texas_holdem/table", "texas_holdem/act"]
+    assert registry.resolve("interaction", cls.interaction, "texas_holdem") == "texas_holdem/table_feedback"
+    assert registry.resolve("reward", cls.reward, "texas_holdem") == "texas_holdem/chips"
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"hands": 0}, "hands must be between"),
+        ({"hands": 5, "duplicate": True}, "even number"),
+        ({"hands": "ten"}, "hands must be an integer"),
+        ({"small_blind": 100, "big_blind": 50}, "small_blind <= big_blind"),
+        ({"starting_stack": 50}, "must exceed the big blind"),
+        ({"opponents": {"shark": 1}}, "unknown opponent style 'shark'"),
+        ({"opponents": {"random": 0}}, "positive weight"),
+        ({"opponents": {"random": -1}}, "must be a number >= 0"),
+        ({"opponents": 3}, "opponents must be"),
+        ({"reveal_opponent": "yes"}, "true or false"),
+        ({"score_scale_bb_per_hand": 0}, "score_scale_bb_per_hand"),
+        ({"blinds": [1, 2]}, r"unknown config key\(s\) blinds; known: hands"),
+    ],
+)
+def test_bad_config_is_a_config_error(config: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        HeadsUpGenerator(**config)
