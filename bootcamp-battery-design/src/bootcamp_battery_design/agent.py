@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections.abc import Sequence
 from typing import ClassVar
 
 import attrs
@@ -130,7 +131,7 @@ def _fit(points: list[tuple[float, float, float]], anchor: tuple[float, float], 
     return c, gu, gv
 
 
-def next_design(task: Task, probes: list[Probe], failed: list[tuple[float, float]] = ()) -> tuple[float, float]:
+def next_design(task: Task, probes: list[Probe], failed: Sequence[tuple[float, float]] = ()) -> tuple[float, float]:
     """The design to simulate next (thickness in metres, porosity); ``failed`` designs are never proposed again."""
     visited = [task.normalise(*design) for design in failed]
     if not probes:

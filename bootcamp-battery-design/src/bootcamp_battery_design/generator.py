@@ -19,7 +19,7 @@ from bootcamp_battery_design.cell import (
 from bootcamp_battery_design.simulator import SimulationError, get_simulator
 from bootcamp_core import ConfigError, GenerationError, TaskGenerator
 
-__all__ = ["DEFAULTS", "CellDesignGenerator", "task_conditions"]
+__all__ = ["DEFAULTS", "CellDesignGenerator"]
 
 DEFAULTS: dict[str, Any] = {
     "c_rate": list(C_RATE_RANGE),
@@ -61,11 +61,6 @@ def _positive(settings: dict[str, Any], key: str, integer: bool = False) -> Any:
             raise ConfigError(f"{key} must be an integer, got {value!r}")
         return int(value)
     return float(value)
-
-
-def task_conditions(identity: dict) -> Conditions:
-    """The operating conditions of a task."""
-    return Conditions.from_identity(identity)
 
 
 class CellDesignGenerator(TaskGenerator):
