@@ -13,7 +13,7 @@ WRONG = 'Answer:\n```json\n{"result": 1}\n```'
 
 
 def answer(value) -> str:
-    return 'Answer:\n```json\n{"result": %s}\n```' % json.dumps(value)
+    return f'Answer:\n```json\n{{"result": {json.dumps(value)}}}\n```'
 
 
 def rows_of(rows: list[dict], data_source: str) -> list[dict]:

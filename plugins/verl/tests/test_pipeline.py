@@ -42,7 +42,7 @@ def scripted_policy(prompt: str) -> str:
         target = int(re.search(r"until it shows (\d+)", prompt).group(1))
         return "<tool_call>\n" + json.dumps({"name": "counter", "arguments": {"steps": f"[{target}]"}}) + "\n</tool_call>"
     if tool_outputs:
-        return 'Answer:\n```json\n{"result": %s}\n```' % tool_outputs[-1]
+        return f'Answer:\n```json\n{{"result": {tool_outputs[-1]}}}\n```'
     expression = re.search(r"left to right\):\n\n(.*?)\n\n", prompt).group(1)
     return "<tool_call>\n" + json.dumps({"name": "calculator", "arguments": {"expression": expression}}) + "\n</tool_call>"
 

@@ -93,7 +93,7 @@ def test_an_episode_runs_on_served_tools(server, remote_export, dataset_rows, ma
     row = next(row for row in dataset_rows if row["data_source"] == "bootcamp/example")
     identity = json.loads(row["reward_model"]["ground_truth"])
     calculate = call("calculator", {"expression": identity["expression"]})
-    right = 'Answer:\n```json\n{"result": %s}\n```' % json.dumps(identity["expected_result"])
+    right = f'Answer:\n```json\n{{"result": {json.dumps(identity["expected_result"])}}}\n```'
 
     async def episode():
         loop = make_loop("bootcamp_agent", scripted_server([calculate, calculate, right]), list(tools.values()))
@@ -118,7 +118,7 @@ def test_served_state_survives_verls_stock_loop_and_is_reaped(server, remote_exp
     row = next(row for row in dataset_rows if row["data_source"] == "bootcamp/mini")
     steps = call("counter", {"steps": "[1, 1]"})
 
-    model = scripted_server([steps, steps, "done"])
+    model = scripted_server([steps + steps, steps, "done"])  # two calls at once in the first turn
 
     async def episode():
         loop = make_loop("tool_agent", model, list(tools.values()))
@@ -129,9 +129,10 @@ def test_served_state_survives_verls_stock_loop_and_is_reaped(server, remote_exp
         return held, released
 
     held, released = asyncio.run(episode())
-    # the second call counted on from the first one's state, which lives in the server's worker
-    assert "<|im_start|>tool\ncount=2<|im_end|>" in model.prompts[1]
-    assert "<|im_start|>tool\ncount=4<|im_end|>" in model.prompts[2]
+    # every call counted on from the calls before, whose state lives in the server's worker; the two calls of the
+    # first turn ran at once (verl's max_parallel_calls), one of them waiting for the other's create
+    assert "tool\ncount=2<|im_end|>" in model.prompts[1] and "tool\ncount=4<|im_end|>" in model.prompts[1]
+    assert "tool\ncount=6<|im_end|>" in model.prompts[2]
     assert held == 1 and len(released) == 1 and served_instances(server) == 0
 
 

@@ -22,7 +22,7 @@ def example_record(datasets) -> dict:
 
 
 def answer(value) -> str:
-    return 'Some work first.\nAnswer:\n```json\n{"result": %s}\n```' % json.dumps(value)
+    return f'Some work first.\nAnswer:\n```json\n{{"result": {json.dumps(value)}}}\n```'
 
 
 def test_right_and_wrong_answers_from_the_whole_response(compute_score, example_record):

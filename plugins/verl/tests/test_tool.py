@@ -85,7 +85,7 @@ def test_a_trajectory_released_as_idle_starts_over_with_a_warning(caplog):
         await tool.close_episode(getattr(data, INSTANCE_ATTRIBUTE))
         return again
 
-    response, reward, metrics = asyncio.run(scenario())
+    _, reward, metrics = asyncio.run(scenario())
     assert reward == 0.0 and metrics == {"calls": 1, "wasted": 0}  # a fresh instance
     assert "released as idle while its trajectory still ran" in caplog.text
 

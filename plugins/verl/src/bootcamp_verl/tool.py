@@ -204,8 +204,11 @@ class BootcampTool(BaseTool):
                 await self.tool.create(instance_id, identity=identity)
             except BaseException as error:
                 self._episodes.pop(instance_id, None)
-                episode.opened.set_exception(error)
-                episode.opened.exception()  # retrieved here, so an unawaited failure is never logged as lost
+                if isinstance(error, asyncio.CancelledError):
+                    episode.opened.cancel()
+                else:
+                    episode.opened.set_exception(error)
+                    episode.opened.exception()  # retrieved here, so an unawaited failure is never logged as lost
                 raise
             episode.opened.set_result(None)
         elif not episode.opened.done():  # a concurrent call of the same trajectory is creating it
@@ -253,12 +256,15 @@ class BootcampTool(BaseTool):
                 instance_id = uuid.uuid4().hex
                 setattr(agent_data, INSTANCE_ATTRIBUTE, instance_id)
             owner = weakref.ref(agent_data)
-        if instance_id not in self._episodes:
+        episode = self._episodes.get(instance_id)
+        if episode is None:
             if instance_id in self._reaped:
                 logger.warning("%s: instance %s was released as idle while its trajectory still ran; it starts over. "
                                "Raise idle_timeout_s in the tool config.", self.tool_id, instance_id)
             identity = identity_from(call_kwargs) or self._identity_of(agent_data)
             await self._open(instance_id, identity, managed=False, owner=owner)
+        elif episode.opened is not None and not episode.opened.done():
+            await asyncio.shield(episode.opened)  # a parallel call of this trajectory is creating it (remote: HTTP)
         return instance_id
 
     def _identity_of(self, agent_data: Any) -> dict:
