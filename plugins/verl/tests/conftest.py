@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import pytest
+
 from bootcamp_core.config import load_instruction_config
 from bootcamp_core.generate import generate
 from bootcamp_core.plugins import get_registry, reset_registry

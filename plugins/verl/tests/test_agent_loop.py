@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from omegaconf import OmegaConf
+
 from bootcamp_core.plugins import get_registry
 from bootcamp_verl.reward import compute_score
-from omegaconf import OmegaConf
 
 WRONG = 'Answer:\n```json\n{"result": 1}\n```'
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
+
 from bootcamp_core.errors import ConfigError
 from bootcamp_verl.export import AGENT_NAME, ExportOptions, export_datasets
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import yaml
+
 from bootcamp_verl.export import ExportOptions, export_datasets
 from bootcamp_verl.reward import compute_score
 

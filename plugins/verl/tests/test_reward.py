@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from bootcamp_core.recordio import read_jsonl
 from bootcamp_verl.reward import RESULT_KEYS
 

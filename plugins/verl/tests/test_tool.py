@@ -8,6 +8,7 @@ import logging
 import time
 
 import pytest
+
 from bootcamp_core.errors import ConfigError, UnknownIdError
 from bootcamp_core.plugins import get_registry
 from bootcamp_verl.tool import INSTANCE_ATTRIBUTE, BootcampTool

@@ -35,15 +35,15 @@ import uuid
 from typing import Any
 
 import attrs
-from bootcamp_core.errors import ConfigError
-from bootcamp_core.records import normalize_record
-from bootcamp_core.rollout import RolloutLimits, message_text
 from omegaconf import DictConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
 from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, ToolAgentLoop
 from verl.experimental.agent_loop.tool_parser import FunctionCall
 from verl.tools.schemas import ToolResponse
 
+from bootcamp_core.errors import ConfigError
+from bootcamp_core.records import normalize_record
+from bootcamp_core.rollout import RolloutLimits, message_text
 from bootcamp_verl.tool import FAILURE_ATTRIBUTE, INSTANCE_ATTRIBUTE, BootcampTool, identity_from
 
 __all__ = ["EXTRA_FIELD_DEFAULTS", "BootcampAgentLoop"]

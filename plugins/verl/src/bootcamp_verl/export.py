@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+
 from bootcamp_core.errors import BootcampError, ConfigError
 from bootcamp_core.plugins import Registry, get_registry
 from bootcamp_core.recordio import AtomicFile, dumps, read_records
 from bootcamp_core.records import GeneratedSample
 from bootcamp_core.rollout import message_text
-
 from bootcamp_verl.schemas import VerlSchema, verl_schema
 
 __all__ = [
@@ -146,6 +146,7 @@ def _tool_schemas(tool_ids: dict[str, str], options: ExportOptions, registry: Re
     """{tool id: OpenAI function schema}: from the tool server when one is given, else the installed classes."""
     if options.tool_server:
         import anyio
+
         from bootcamp_core.errors import InfrastructureError
         from bootcamp_core.remote import ToolServerClient
 

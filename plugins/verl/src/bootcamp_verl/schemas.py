@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 import attrs
+
 from bootcamp_core.errors import ConfigError
 
 __all__ = ["KEPT_PARAMETER_KEYS", "VerlSchema", "decode_json_parameters", "verl_schema"]

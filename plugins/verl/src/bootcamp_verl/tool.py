@@ -44,13 +44,13 @@ import weakref
 from typing import Any
 
 import attrs
-from bootcamp_core.errors import ConfigError, InfrastructureError, ModelError
-from bootcamp_core.records import normalize_record
-from bootcamp_core.rollout import jsonable
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.rollout_trace import rollout_trace_op
 
+from bootcamp_core.errors import ConfigError, InfrastructureError, ModelError
+from bootcamp_core.records import normalize_record
+from bootcamp_core.rollout import jsonable
 from bootcamp_verl.schemas import decode_json_parameters, verl_schema
 
 __all__ = ["FAILURE_ATTRIBUTE", "INSTANCE_ATTRIBUTE", "BootcampTool", "identity_from"]
