@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from bootcamp_core.plugins import Registry
 
 #: This bootcamp's entry-point name.

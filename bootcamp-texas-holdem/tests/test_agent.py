@@ -11,13 +11,13 @@ from importlib import resources
 import anyio
 import pytest
 import yaml
+
 from bootcamp_core.config import parse_instruction_config
 from bootcamp_core.generate import iter_records
 from bootcamp_core.plugins import Registry
 from bootcamp_core.policies import ReferencePolicy
 from bootcamp_core.records import EpisodeResult
 from bootcamp_core.rollout import RolloutLimits, run_episode
-
 from bootcamp_texas_holdem.agent import EquityPlayer, parse_decision
 from bootcamp_texas_holdem.cards import parse_cards
 from bootcamp_texas_holdem.game import MATCH_OVER, Match, MatchSettings

@@ -21,8 +21,9 @@ from bootcamp_texas_holdem.game import Match, MatchSettings
 
 
 def decision(hole: str, board: str = "", **overrides: object) -> Decision:
-    fields = dict(hole=parse_cards(hole), board=parse_cards(board), pot=150, to_call=50, can_fold=True,
-                  min_raise_to=200, max_raise_to=20_000, my_bet=50, stack=19_950, big_blind=100, button=True)
+    fields = {"hole": parse_cards(hole), "board": parse_cards(board), "pot": 150, "to_call": 50, "can_fold": True,
+              "min_raise_to": 200, "max_raise_to": 20_000, "my_bet": 50, "stack": 19_950, "big_blind": 100,
+              "button": True}
     fields.update(overrides)
     return Decision(**fields)
 

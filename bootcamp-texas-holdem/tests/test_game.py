@@ -188,7 +188,9 @@ def test_postflop_action_names_and_amount_forms() -> None:
 
 def test_all_in_and_short_stacks() -> None:
     match = Match(MatchSettings(seed=4, hands=2, opponent="random", starting_stack=1_000))
-    text = match.act("all-in")
+    with pytest.raises(IllegalAction, match="all_in takes no amount"):
+        match.act("all_in", 900)
+    text = match.act("all-in", 1_000)  # naming the exact total is fine
     assert "You raise to 1000 (all-in)." in text
     assert "Hand 1 is over" in text
     assert "Hand 2 of 2 begins" in text or MATCH_OVER in text

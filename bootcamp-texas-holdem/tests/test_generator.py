@@ -9,9 +9,9 @@ from importlib import resources
 
 import pytest
 import yaml
+
 from bootcamp_core import ConfigError
 from bootcamp_core.plugins import Registry
-
 from bootcamp_texas_holdem.bots import STYLES
 from bootcamp_texas_holdem.game import MATCH_OVER, MatchSettings
 from bootcamp_texas_holdem.generator import HeadsUpGenerator
@@ -78,7 +78,7 @@ def test_prompt_states_rules_opponent_format_and_hides_the_seed() -> None:
     assert '{"action": "fold" | "check" | "call" | "bet" | "raise" | "all_in", "amount": <chips>}' in prompt
     assert "raise TO" in prompt and f'"{MATCH_OVER}"' in prompt and "cannot be restarted" in prompt
     assert str(identity["seed"]) not in prompt
-    hidden_identity, hidden = draws(HeadsUpGenerator(opponents="strong", reveal_opponent=False), 3, 1)[0]
+    _, hidden = draws(HeadsUpGenerator(opponents="strong", reveal_opponent=False), 3, 1)[0]
     assert "whose playing style you are not told" in hidden
     assert not any(description in hidden for description in STYLES.values())
     assert "duplicate format" in draws(HeadsUpGenerator(duplicate=True), 3, 1)[0][1]

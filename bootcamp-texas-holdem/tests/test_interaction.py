@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from bootcamp_core.plugins import Registry
 
+from bootcamp_core.plugins import Registry
 from bootcamp_texas_holdem.game import match_score
 from bootcamp_texas_holdem.interaction import TableFeedback
 

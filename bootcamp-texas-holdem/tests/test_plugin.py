@@ -6,9 +6,8 @@ import subprocess
 import sys
 from importlib import metadata, resources
 
-from bootcamp_core.plugins import Registry
-
 import bootcamp_texas_holdem
+from bootcamp_core.plugins import Registry
 
 namespace = "texas_holdem"
 

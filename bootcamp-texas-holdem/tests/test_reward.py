@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from bootcamp_core.plugins import Registry
 from bootcamp_core.testing import episode_kwargs
-
 from bootcamp_texas_holdem.reward import ChipsReward
 
 IDENTITY = {"seed": 1}

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from bootcamp_core.plugins import Registry
 
+from bootcamp_core.plugins import Registry
 from bootcamp_texas_holdem.game import MATCH_OVER, match_score
-from bootcamp_texas_holdem.tools import ActTool, TableTool, _MATCHES
+from bootcamp_texas_holdem.tools import _MATCHES, ActTool, TableTool
 
 IDENTITY = {"seed": 123, "hands": 4, "duplicate": False, "small_blind": 50, "big_blind": 100,
             "starting_stack": 20_000, "opponent": "tight_passive", "reveal_opponent": True, "score_scale": 2_000.0}

@@ -143,9 +143,11 @@ class LooseAggressiveBot(Bot):
 
     def decide(self, decision: Decision, rng: random.Random) -> Action:
         hand_equity = _equity(decision, rng)
-        if hand_equity >= 0.6 or (hand_equity >= 0.45 and rng.random() < 0.5) or rng.random() < self.bluff_rate:
-            if decision.opponent_aggression < 3 or hand_equity >= 0.7:
-                return _raise_or_call(decision, 1.0)
+        wants_to_raise = (
+            hand_equity >= 0.6 or (hand_equity >= 0.45 and rng.random() < 0.5) or rng.random() < self.bluff_rate
+        )
+        if wants_to_raise and (decision.opponent_aggression < 3 or hand_equity >= 0.7):  # it stops a raising war
+            return _raise_or_call(decision, 1.0)
         if not decision.to_call or hand_equity >= decision.pot_odds - 0.1 or (
             not decision.board and hand_equity >= 0.36
         ):

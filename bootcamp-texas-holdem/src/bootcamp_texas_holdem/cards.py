@@ -117,8 +117,7 @@ def strength(cards: Sequence[int]) -> int:
             value = _FLUSH[ranks]
         else:
             value = _PLAIN[ranks]
-        if value > best:
-            best = value
+        best = max(best, value)
     return best
 
 

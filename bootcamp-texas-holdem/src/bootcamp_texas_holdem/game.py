@@ -35,8 +35,9 @@ __all__ = [
     "FinishedHand",
     "IllegalAction",
     "Match",
-    "MatchSettings",
     "MatchOver",
+    "MatchSettings",
+    "SettingsError",
     "match_score",
 ]
 
@@ -60,6 +61,10 @@ MATCH_OVER = "The match is over"
 STREETS = ("pre-flop", "flop", "turn", "river")
 #: Cards of one deal: two per seat, then burn, flop, burn, turn, burn, river.
 DEAL_SIZE = 12
+
+
+class SettingsError(ValueError):
+    """A task identity that does not describe a valid match; the message names the field."""
 
 
 class IllegalAction(ValueError):
@@ -88,38 +93,38 @@ class MatchSettings:
     def from_identity(cls, identity: Any) -> MatchSettings:
         """Validated settings; a ``ValueError`` that names the bad field otherwise."""
         if not isinstance(identity, dict):
-            raise ValueError(f"the identity must be a dict, got {type(identity).__name__}")
+            raise SettingsError(f"the identity must be a dict, got {type(identity).__name__}")
         defaults = attrs.asdict(cls(seed=0))
         unknown = sorted(set(identity) - set(defaults))
         if unknown:
-            raise ValueError(f"unknown identity field(s): {', '.join(unknown)}")
+            raise SettingsError(f"unknown identity field(s): {', '.join(unknown)}")
         if "seed" not in identity:
-            raise ValueError("the identity has no seed")
+            raise SettingsError("the identity has no seed")
         values = {**defaults, **identity}
         for key in ("seed", "hands", "small_blind", "big_blind", "starting_stack"):
             value = values[key]
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{key} must be an integer, got {value!r}")
+                raise SettingsError(f"{key} must be an integer, got {value!r}")
         for key in ("duplicate", "reveal_opponent"):
             if not isinstance(values[key], bool):
-                raise ValueError(f"{key} must be true or false, got {values[key]!r}")
+                raise SettingsError(f"{key} must be true or false, got {values[key]!r}")
         scale = values["score_scale"]
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale > 0):
-            raise ValueError(f"score_scale must be a positive number, got {scale!r}")
+            raise SettingsError(f"score_scale must be a positive number, got {scale!r}")
         if not 1 <= values["hands"] <= 10_000:
-            raise ValueError(f"hands must be between 1 and 10000, got {values['hands']}")
+            raise SettingsError(f"hands must be between 1 and 10000, got {values['hands']}")
         if values["duplicate"] and values["hands"] % 2:
-            raise ValueError(f"a duplicate match needs an even number of hands, got {values['hands']}")
+            raise SettingsError(f"a duplicate match needs an even number of hands, got {values['hands']}")
         if not 1 <= values["small_blind"] <= values["big_blind"]:
-            raise ValueError(
+            raise SettingsError(
                 f"need 1 <= small_blind <= big_blind, got {values['small_blind']} and {values['big_blind']}"
             )
         if values["starting_stack"] <= values["big_blind"]:
-            raise ValueError(
+            raise SettingsError(
                 f"starting_stack ({values['starting_stack']}) must exceed the big blind ({values['big_blind']})"
             )
         if values["opponent"] not in STYLES:
-            raise ValueError(f"unknown opponent style {values['opponent']!r}; choose from {', '.join(STYLES)}")
+            raise SettingsError(f"unknown opponent style {values['opponent']!r}; choose from {', '.join(STYLES)}")
         return cls(**values)
 
 
@@ -272,9 +277,12 @@ class Match:
             raise IllegalAction(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
         value = _chips(amount)
         can_raise = decision.min_raise_to is not None
-        if name in ("fold", "check", "call", "all_in") and value is not None:
-            if not (name == "call" and value in (decision.to_call, decision.my_bet + decision.to_call)):
-                raise IllegalAction(f"{name} takes no amount (got {amount!r}); to put in a chosen amount, bet or raise")
+        # A call or all-in may name what it puts in (the added chips or the street total), as long as it is exact.
+        cost = (decision.max_raise_to,) if name == "all_in" and can_raise else (
+            decision.to_call, decision.my_bet + decision.to_call)
+        names_its_cost = name in ("call", "all_in") and value in cost
+        if name in ("fold", "check", "call", "all_in") and value is not None and not names_its_cost:
+            raise IllegalAction(f"{name} takes no amount (got {amount!r}); to put in a chosen amount, bet or raise")
         if name == "fold":
             if not decision.to_call:
                 raise IllegalAction("there is nothing to call, so you cannot fold: check instead (it is free)")
@@ -549,7 +557,7 @@ class Match:
                          f"{decision.max_raise_to}: your total bet on this street")
             lines.append(f'- {{"action": "all_in"}} ({name} to {decision.max_raise_to})')
         elif decision.to_call:
-            lines.append(f'- {{"action": "all_in"}} (the same as call here)')
+            lines.append('- {"action": "all_in"} (the same as call here)')
         return "\n".join(lines)
 
     def report(self) -> str:

@@ -6,7 +6,6 @@ import random
 from typing import Any, ClassVar
 
 from bootcamp_core import ConfigError, TaskGenerator
-
 from bootcamp_texas_holdem.bots import STYLES
 from bootcamp_texas_holdem.game import MATCH_OVER, MatchSettings
 

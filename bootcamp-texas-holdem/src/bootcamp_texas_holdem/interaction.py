@@ -8,7 +8,6 @@ from typing import Any, ClassVar
 
 from bootcamp_core import Interaction
 from bootcamp_core.rollout import message_text
-
 from bootcamp_texas_holdem.game import MATCH_OVER, match_score
 
 __all__ = ["TableFeedback", "match_status"]

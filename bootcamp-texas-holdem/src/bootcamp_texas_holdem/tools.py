@@ -12,8 +12,8 @@ import json
 from typing import Any, ClassVar
 
 import attrs
-from bootcamp_core import Tool
 
+from bootcamp_core import Tool
 from bootcamp_texas_holdem.game import ACTIONS, IllegalAction, Match, MatchOver, MatchSettings
 
 __all__ = ["ActTool", "TableTool", "shared_match"]
