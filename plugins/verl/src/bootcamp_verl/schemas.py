@@ -68,7 +68,8 @@ def verl_schema(tool_id: str, function: dict, *, strict: bool = False) -> VerlSc
 
     ``strict``: a parameter with structure is a :class:`ConfigError` instead of a JSON-text parameter.
     """
-    parameters = function.get("parameters") or {}
+    parameters = function.get("parameters")
+    parameters = {} if parameters is None else parameters
     if not isinstance(parameters, dict):
         raise ConfigError(f"tool {tool_id}: parameters must be a JSON Schema object, got {type(parameters).__name__}")
     if parameters.get("type", "object") != "object":
