@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from bootcamp_core.errors import ConfigError
 
+from bootcamp_core.errors import ConfigError
 from bootcamp_verl.schemas import decode_json_parameters, verl_schema
 
 SCHEMAS = {
