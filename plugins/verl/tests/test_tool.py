@@ -160,3 +160,21 @@ def test_bad_tool_configs_are_clear_errors(config, schema_name, error):
             {"type": "function", "function": {"name": schema_name, "description": "d"}})
     with pytest.raises((ConfigError, UnknownIdError), match=error):
         BootcampTool(config, schema)
+
+
+def test_verls_loader_takes_only_native_tools_so_a_served_tool_is_native_with_a_url(tmp_path):
+    from bootcamp_core.remote import RemoteTool
+    from verl.tools.tool_registry import initialize_tools_from_config
+
+    entry = {"class_name": "bootcamp_verl.tool.BootcampTool",
+             "config": {"type": "remote", "tool_id": "example/calculator", "url": "http://127.0.0.1:9"}}
+    path = tmp_path / "tools.yaml"
+    path.write_text(json.dumps({"tools": [entry]}))
+    with pytest.raises(ValueError, match="'remote' is not a valid ToolType"):
+        initialize_tools_from_config(str(path))
+    entry["config"]["type"] = "native"
+    path.write_text(json.dumps({"tools": [entry]}))
+    [served] = initialize_tools_from_config(str(path))
+    assert isinstance(served.tool, RemoteTool) and served.name == "calculator"
+    # built directly, the spelling of `bootcamp eval --tool-config` works too; neither touches the network
+    assert isinstance(BootcampTool(dict(entry["config"], type="remote")).tool, RemoteTool)
