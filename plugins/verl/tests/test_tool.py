@@ -150,6 +150,8 @@ def test_the_adapter_shares_the_registrys_tool_and_its_constructor_config():
     ({"type": "native", "tool_id": "example/calculator"}, "other", "its tool_schema says 'other'"),
     ({"type": "native", "tool_id": "example/calculator", "idle_timeout_s": 0}, None, "must be positive"),
     ({"type": "remote", "tool_id": "example/calculator"}, None, "needs url"),
+    ({"type": "native", "tool_id": "example/calculator", "url": "http://127.0.0.1:9", "tool_config": {"a": 1}}, None,
+     "a served tool is built by its server"),
 ])
 def test_bad_tool_configs_are_clear_errors(config, schema_name, error):
     from verl.tools.schemas import OpenAIFunctionToolSchema

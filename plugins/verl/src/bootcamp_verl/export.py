@@ -473,6 +473,9 @@ def export_datasets(dataset_paths: Sequence[str | os.PathLike], output_dir: str 
     for value, flag in ((options.tool_call_format, "format"),):
         if not value or any(char.isspace() for char in value):
             raise ConfigError(f"--{flag} must be one word, got {value!r}")
+    if options.tool_server and options.tool_config:
+        raise ConfigError("--tool-config does not apply with --tool-server: served tools are built by the server "
+                          "(give it to `bootcamp serve --tool-config`)")
     survey = _survey(train + val, options, registry)
     if not survey.records:
         raise ConfigError(f"{', '.join(map(str, train + val))}: no records")

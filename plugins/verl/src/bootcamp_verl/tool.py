@@ -103,7 +103,9 @@ class BootcampTool(BaseTool):
         config = dict(config or {})
         tool_id = config.get("tool_id")
         if not isinstance(tool_id, str) or not tool_id:
-            raise ConfigError(f"{type(self).__name__}: the tool config needs tool_id (a bootcamp tool id), got {config}")
+            # the keys only: a config may hold a token
+            raise ConfigError(f"{type(self).__name__}: the tool config needs tool_id (a bootcamp tool id); it has "
+                              f"{', '.join(sorted(map(str, config))) or 'nothing'}")
         self.config = config
         self.tool_id = tool_id
         self.tool = self._bootcamp_tool(tool_id, config, tool_schema)
@@ -137,6 +139,9 @@ class BootcampTool(BaseTool):
 
             if not config.get("url"):
                 raise ConfigError(f"tool {tool_id}: a remote tool needs url (the tool server)")
+            if config.get("tool_config"):
+                raise ConfigError(f"tool {tool_id}: a served tool is built by its server; give its constructor "
+                                  "config to `bootcamp serve --tool-config`, not tool_config here")
             if tool_schema is not None:  # a server of another machine need not have the tool installed here
                 from bootcamp_core.remote import client_for
 
