@@ -192,8 +192,7 @@ class StrongBot(Bot):
     entered_floor = 0.5
     #: The made hand the opponent's range holds at least after 0, 1, 2, 3+ bets or raises after the flop.
     made_floors: ClassVar[tuple[str | None, ...]] = (None, None, "One pair", "Two pair")
-    open_equity = 0.45  # raise first in from the button from here
-    limp_raise_equity = 0.45  # raise over a limp from here
+    open_equity = 0.45  # raise first in, or over a limp, from here
     reraise_equity = 0.66  # raise pre-flop over a raise from here
     preflop_call_margin = 0.08
     bet_equity = 0.62  # bet for value after the flop
@@ -223,9 +222,7 @@ class StrongBot(Bot):
 
     def _preflop(self, decision: Decision, hand_equity: float) -> Action:
         unraised = decision.opponent_aggression == 0 and decision.to_call <= decision.big_blind
-        # First in from the button a raise steals the blinds often; over a limp it only pays with value.
-        opening = self.open_equity if decision.to_call else self.limp_raise_equity
-        if hand_equity >= self.reraise_equity or (unraised and hand_equity >= opening):
+        if hand_equity >= self.reraise_equity or (unraised and hand_equity >= self.open_equity):
             return _raise_or_call(decision, 0.75 if unraised else 1.0)
         if not decision.to_call or hand_equity >= decision.pot_odds + self.preflop_call_margin:
             return ("check_call", None)

@@ -2,9 +2,10 @@
 
 A card is its index in ``pokerkit.Deck.STANDARD`` (``2c 2d 2h 2s 3c ... As``), so ``card >> 2`` is its rank
 (0 = deuce ... 12 = ace) and ``card & 3`` its suit. Strength is pokerkit's: the index of the best five-card
-``StandardHighHand`` lookup entry, memoised per rank multiset (suits cannot matter when no flush is possible) and per
-five-card shape otherwise, so bots can afford Monte Carlo within a few milliseconds. Nothing here touches the global
-``random`` module: every draw comes from the ``random.Random`` passed in.
+``StandardHighHand`` lookup entry. Every five-card shape is read from pokerkit's lookup once per process, and the best
+of a hand that cannot hold a flush is memoised per rank multiset (suits cannot matter then), so bots can afford Monte
+Carlo within a few milliseconds. Nothing here touches the global ``random`` module: every draw comes from the
+``random.Random`` passed in.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pokerkit import Deck, StandardHighHand
 
 __all__ = [
     "CARDS",
+    "LABEL_FLOORS",
     "RANKS",
     "SUITS",
     "card_text",
@@ -29,6 +31,7 @@ __all__ = [
     "hand_classes",
     "parse_cards",
     "preflop_equity",
+    "preflop_table",
     "strength",
 ]
 
@@ -44,7 +47,7 @@ if _TEXT[:4] != ("2c", "2d", "2h", "2s") or _TEXT[-1] != "As":  # the id arithme
 
 # pokerkit's entry index of every five-card hand shape, filled once from its lookup on first use: by the sorted ranks
 # of a hand without a flush (6,175 shapes) and of a flush (1,287). A best-of-seven is then 21 dictionary reads, and
-# the answer per rank multiset of a hand that cannot hold a flush is memoised as well (at most 49,205 keys).
+# the answer per rank multiset of a hand that cannot hold a flush is memoised as well (at most 73,775 keys).
 _PLAIN: dict[tuple[int, ...], int] = {}
 _FLUSH: dict[tuple[int, ...], int] = {}
 _BY_RANKS: dict[tuple[int, ...], int] = {}
