@@ -165,8 +165,9 @@ def test_bad_tool_configs_are_clear_errors(config, schema_name, error):
 
 
 def test_verls_loader_takes_only_native_tools_so_a_served_tool_is_native_with_a_url(tmp_path):
-    from bootcamp_core.remote import RemoteTool
     from verl.tools.tool_registry import initialize_tools_from_config
+
+    from bootcamp_core.remote import RemoteTool
 
     entry = {"class_name": "bootcamp_verl.tool.BootcampTool",
              "config": {"type": "remote", "tool_id": "example/calculator", "url": "http://127.0.0.1:9"}}
