@@ -254,6 +254,10 @@ def test_remote_tools_behave_like_local_ones(site, tmp_path):
                 assert all(worker["alive"] for worker in status["workers"])
                 await asyncio.sleep(0.2)
             assert (await call)[0] == "done"
+            # the caller's own limit reaches the server: past it the call is a timeout the model sees
+            limited = client.tool("servertest/crunch", call_timeout_s=0.5)
+            with pytest.raises(RemoteToolError, match="longer than 0.5 s"):
+                await limited.execute(busy, {"seconds": 1.5})
             # idle instances are reaped by their worker, and their tools released
             await asyncio.sleep(2.0)
             with pytest.raises(InfrastructureError, match="unknown instance|no instance"):
@@ -298,11 +302,15 @@ def test_master_restart_workers_register_again_and_keep_their_instances(site, tm
 
                 async def resume() -> None:
                     client = ToolServerClient(master_url)
-                    text, _, metrics = await client.tool("example/calculator").execute(instance, {"expression": "7"})
+                    tool = client.tool("example/calculator")
+                    text, _, metrics = await tool.execute(instance, {"expression": "7"})
                     assert text == "7" and metrics["calls"] == 2  # the same instance: its state survived
+                    await tool.release(instance)
                     await client.aclose()
 
                 run(resume())
+                status = again.health()
+                assert status["instances"] == 0 and status["workers"][0]["load"] == 0
             assert worker.process.poll() is None  # the worker rode out both restarts
 
 
@@ -315,6 +323,15 @@ def test_token_is_required_when_set_and_never_for_health_or_dashboard(site, tmp_
             assert answer.status_code == 401, headers
             assert httpx.post(server.url + "/workers/register", json={"worker_id": "x", "url": "http://h:1",
                                                                       "tools": {}}, headers=headers).status_code == 401
+
+        worker_url = server.health()["workers"][0]["url"]
+        for url, method, path in ((worker_url, "POST", "/tools/example/calculator/create"), (worker_url, "GET", "/tools"),
+                                  (server.url, "GET", "/tools"), (server.url, "POST", "/workers/heartbeat"),
+                                  (server.url, "POST", "/workers/unregister")):
+            answer = httpx.request(method, url + path, json={} if method == "POST" else None,
+                                   headers={"Authorization": "Bearer wrong"})
+            assert answer.status_code == 401, (url, path)
+        assert httpx.get(worker_url + "/health").status_code == 200
 
         async def calls() -> None:
             with pytest.raises(InfrastructureError, match="token"):
@@ -383,6 +400,18 @@ def test_underscore_aliases_tool_config_and_the_written_remote_config(site, tmp_
 
         assert outputs("remote") == outputs("local")  # the same tool behaviour, in-process or served
 
+        async def burst() -> None:  # new episodes spread over the workers at once, not as the answers come back
+            client = ToolServerClient(server.url)
+            calculator = client.tool("example/calculator")
+            instances = await asyncio.gather(*(calculator.create(identity={}) for _ in range(60)))
+            loads = [worker["load"] for worker in (await client.health())["workers"]]
+            assert loads == [30, 30], loads
+            await asyncio.gather(*(calculator.release(instance) for instance in instances))
+            assert [worker["load"] for worker in (await client.health())["workers"]] == [0, 0]
+            await client.aclose()
+
+        run(burst())
+
 
 def test_router_picks_the_least_loaded_live_worker_per_bootcamp():
     router = Router()
@@ -390,7 +419,7 @@ def test_router_picks_the_least_loaded_live_worker_per_bootcamp():
     def worker(name: str, *namespaces: str) -> WorkerEntry:
         entry = WorkerEntry(id=name, url=f"http://{name}", tools={f"{ns}/t": {} for ns in namespaces},
                             namespaces=frozenset(namespaces), host={}, registered_at=0.0, last_heartbeat=0.0)
-        router.add(entry, [])
+        router.add(entry, {})
         return entry
 
     a, b, c = worker("a", "x"), worker("b", "x", "y"), worker("c", "y")

@@ -366,11 +366,12 @@ def registry_filter(path: Path, registry) -> Any:
     return keep
 
 
-def _check_record(record: dict, registry, cache: dict, served: dict[str, set[str]] | None = None
-                  ) -> tuple[GeneratedSample | None, str | None]:
+def _check_record(record: dict, registry, cache: dict, served: dict[str, set[str]] | None = None,
+                  remote: set[str] | None = None) -> tuple[GeneratedSample | None, str | None]:
     """The record's typed view, or why it cannot run with the installed plugins (and tool servers).
 
     ``served``: {tool server URL: tool ids it serves}; the key ``"*"`` holds the server every tool runs on.
+    ``remote``: the tool ids a tool config routes to a server (checked to be served already).
     """
     try:
         sample = GeneratedSample.from_record(record)
@@ -385,7 +386,7 @@ def _check_record(record: dict, registry, cache: dict, served: dict[str, set[str
                 if served and "*" in served:
                     if tool not in served["*"]:
                         raise UnknownIdError(f"tool {tool} is not served by the tool server")
-                elif not (served and any(tool in ids for ids in served.values())):
+                elif not (remote and tool in remote):
                     registry.resolve("tool", tool)
             if sample.interaction:
                 registry.resolve("interaction", sample.interaction)
@@ -910,6 +911,7 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
         return select_records(load_dataset(config.dataset_path), limit=config.limit, shard=config.shard, keep=keep)
 
     served = await _served_tools(config, components)
+    remote_ids = {tool_id for tool_id, entry in components.items() if entry.get("type") == "remote"}
     # First pass: every selected record must run with the installed plugins before any episode starts.
     cache: dict = {}
     problems: list[str] = []
@@ -919,7 +921,7 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
     count = 0
     for position, record in selected():
         count += 1
-        sample, problem = _check_record(record, registry, cache, served)
+        sample, problem = _check_record(record, registry, cache, served, remote_ids)
         if problem is not None:
             problem_count += 1
             if len(problems) < MAX_LISTED_PROBLEMS:
@@ -936,7 +938,8 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
     if config.tool_server:
         for key in cache:
             for tool in key[1]:
-                components[tool] = {"type": "remote", "url": config.tool_server, "tool_id": tool}
+                components[tool] = {"type": "remote", "url": config.tool_server, "tool_id": tool,
+                                    "call_timeout_s": config.limits.tool_timeout_s}
 
     own_policy = policy is None
     if own_policy:
@@ -956,30 +959,53 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
         if served:
             from bootcamp_core.remote import client_for
 
-            for url in {config.tool_server} | {c.get("url") for c in components.values() if c.get("type") == "remote"}:
-                if url:
-                    await client_for(url).aclose()
+            servers = {(c["url"], c.get("token")) for c in components.values() if c.get("type") == "remote"}
+            for url, token in servers | ({(config.tool_server, None)} if config.tool_server else set()):
+                await client_for(url, token).aclose()
 
 
 async def _served_tools(config: EvalConfig, components: dict[str, dict]) -> dict[str, set[str]] | None:
-    """{server URL: tool ids it serves} for --tool-server and remote tool-config entries; asks each server once."""
+    """{server URL: tool ids it serves} for --tool-server and remote tool-config entries; asks each server once,
+    after waiting (boundedly) for its workers to register. Remote entries get the rollout's tool timeout, so the
+    server stops a call when the episode gives up on it."""
     from bootcamp_core.remote import client_for
 
-    urls = {c["url"] for c in components.values() if c.get("type") == "remote" and isinstance(c.get("url"), str)}
+    servers: dict[tuple[str, str | None], list[str]] = {}
+    for tool_id, entry in components.items():
+        if entry.get("type") == "remote":
+            if not isinstance(entry.get("url"), str):
+                raise ConfigError(f"{config.tool_config}: remote tool {tool_id} has no url")
+            entry.setdefault("call_timeout_s", config.limits.tool_timeout_s)
+            servers.setdefault((entry["url"], entry.get("token")), []).append(tool_id)
     if config.tool_server:
-        urls.add(config.tool_server)
+        servers.setdefault((config.tool_server, None), [])
     served: dict[str, set[str]] = {}
-    for url in sorted(urls):
+    for (url, token), tool_ids in sorted(servers.items(), key=lambda item: (item[0][0], item[0][1] or "")):
+        client = client_for(url, token)
         try:
-            served[url] = set(await client_for(url).schemas())
+            await _wait_ready(client)
+            offered = set(await client.schemas())
         except InfrastructureError as error:
             raise ConfigError(f"cannot use the tool server: {error}") from None
-    for tool_id, entry in components.items():
-        if entry.get("type") == "remote" and entry.get("tool_id", tool_id) not in served.get(entry.get("url"), ()):
-            raise ConfigError(f"{config.tool_config}: tool {tool_id} is not served by {entry.get('url')}")
+        for tool_id in tool_ids:
+            if components[tool_id].get("tool_id", tool_id) not in offered:
+                raise ConfigError(f"{config.tool_config}: tool {tool_id} is not served by {url}")
+        served.setdefault(url, set()).update(offered)
     if config.tool_server:
         served["*"] = served[config.tool_server]
     return served or None
+
+
+async def _wait_ready(client: Any, timeout_s: float = 120.0) -> None:
+    """Wait until a master says every expected worker is registered (a worker alone is ready when it answers)."""
+    deadline = anyio.current_time() + timeout_s
+    while True:
+        status = await client.health()
+        if status.get("ready", True) or anyio.current_time() > deadline:
+            return
+        logger.info("waiting for the tool server's workers: %s live of %s expected", status.get("live_workers"),
+                    status.get("expected_workers"))
+        await anyio.sleep(0.5)
 
 
 async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict, template: ChatTemplate | None,

@@ -23,13 +23,14 @@ import json
 import os
 import re
 import uuid
-import weakref
 from typing import Any, ClassVar
 
-from bootcamp_core.errors import ConfigError, InfrastructureError
+from bootcamp_core.errors import ConfigError, InfrastructureError, ModelError
 from bootcamp_core.interfaces import Tool
 
 TOKEN_ENV = "BOOTCAMP_TOKEN"
+#: how long a call waits for a restarted master whose workers are registering again
+NOT_READY_WAIT_S = 30.0
 
 
 class RemoteToolError(Exception):
@@ -39,7 +40,11 @@ class RemoteToolError(Exception):
 _ERROR_CLASSES: dict[str, type[RemoteToolError]] = {}
 
 
-def _remote_error(kind: str, message: str) -> RemoteToolError:
+def _remote_error(kind: str, message: str) -> Exception:
+    if kind == "infrastructure":
+        return InfrastructureError(message)
+    if kind == "model":
+        return ModelError(message)
     # "ValueError: bad" from the server reads "ValueError: bad" here, as it would in-process
     name, sep, rest = message.partition(": ")
     if kind == "tool" and sep and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name):
@@ -53,7 +58,7 @@ def _remote_error(kind: str, message: str) -> RemoteToolError:
 class ToolServerClient:
     """A connection to one tool server (a master, or a single worker)."""
 
-    def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 60.0, max_connections: int = 256,
+    def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 600.0, max_connections: int = 256,
                  retries: int = 2) -> None:
         if not re.match(r"^https?://[^/]+", url or ""):
             raise ConfigError(f"tool server URL must start with http:// or https://, got {url!r}")
@@ -62,9 +67,9 @@ class ToolServerClient:
         self.timeout_s = timeout_s
         self.max_connections = max_connections
         self.retries = retries
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._clients: dict[asyncio.AbstractEventLoop, Any] = {}
         self._schemas: dict[str, dict] | None = None
-        self._tools: dict[str, RemoteTool] = {}
+        self._tools: dict[tuple[str, float | None], RemoteTool] = {}
 
     def __repr__(self) -> str:  # never the token
         return f"ToolServerClient({self.url!r})"
@@ -75,6 +80,8 @@ class ToolServerClient:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
+            for old in [key for key in self._clients if key.is_closed()]:  # loops of finished asyncio.run()s
+                self._clients.pop(old).close()
             headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
             client = self._clients[loop] = FastClient(limit_per_host=self.max_connections, timeout_s=self.timeout_s,
                                                       connect_timeout_s=min(10.0, self.timeout_s), headers=headers)
@@ -86,6 +93,7 @@ class ToolServerClient:
 
         body = b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
         attempt = 0
+        not_ready_until = None
         while True:
             try:
                 status, raw = await self._client().request(method, self.url + path, body)
@@ -100,7 +108,14 @@ class ToolServerClient:
                     except ValueError:
                         raise InfrastructureError(f"tool server {self.url}{path}: not JSON: {raw[:200]!r}") from None
                 kind, message = _error_of(raw, status)
-                if status == 503 and kind == "no_worker" and idempotent:
+                if status == 503 and kind == "not_ready":  # a restarted master: workers are registering again
+                    loop_time = asyncio.get_running_loop().time()
+                    not_ready_until = not_ready_until or loop_time + NOT_READY_WAIT_S
+                    if loop_time < not_ready_until:
+                        await asyncio.sleep(0.2)
+                        continue
+                    failure, retry = message, False
+                elif status == 503 and kind == "no_worker" and idempotent:
                     failure, retry = message, True  # workers may be starting up
                 elif kind == "tool" or status in (400, 413, 504):
                     # the tool raised, timed out on the server, or refused what the model sent: the model's to see
@@ -129,9 +144,12 @@ class ToolServerClient:
     async def health(self) -> dict:
         return await self.request("GET", "/health", idempotent=True)
 
-    def tool(self, tool_id: str, schema: dict | None = None) -> RemoteTool:
-        """The served tool ``tool_id`` as a Tool; its schema from ``schema``, :meth:`schemas`, or the installed class."""
-        tool = self._tools.get(tool_id)
+    def tool(self, tool_id: str, schema: dict | None = None, *, call_timeout_s: float | None = None) -> RemoteTool:
+        """The served tool ``tool_id`` as a Tool; its schema from ``schema``, :meth:`schemas`, or the installed class.
+
+        ``call_timeout_s``: the caller's limit of one ``execute``; the server stops the tool then too.
+        """
+        tool = self._tools.get((tool_id, call_timeout_s))
         if tool is not None:
             return tool
         if schema is None and self._schemas is not None:
@@ -150,7 +168,7 @@ class ToolServerClient:
             "tool_id": tool_id,
             "versions": dict(schema.get("versions") or {}),
         })
-        tool = self._tools[tool_id] = cls(client=self)
+        tool = self._tools[(tool_id, call_timeout_s)] = cls(client=self, call_timeout_s=call_timeout_s)
         return tool
 
     async def aclose(self) -> None:
@@ -184,9 +202,12 @@ class RemoteTool(Tool):
     tool_id: ClassVar[str]
     versions: ClassVar[dict[str, str]] = {}
 
-    def __init__(self, client: ToolServerClient, **config: Any) -> None:
+    def __init__(self, client: ToolServerClient, *, call_timeout_s: float | None = None, **config: Any) -> None:
         super().__init__(**config)
         self.client = client
+        # the caller's limit of one call (the rollout's tool timeout): the worker cancels the tool at that point too,
+        # so an abandoned call never runs on beside the episode's next one
+        self.call_timeout_s = call_timeout_s
 
     async def create(self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any) -> str:
         instance_id = instance_id or uuid.uuid4().hex
@@ -196,9 +217,10 @@ class RemoteTool(Tool):
         return str(data.get("instance_id") or instance_id)
 
     async def execute(self, instance_id: str, parameters: dict, **kwargs: Any) -> tuple[str, float, dict]:
-        data = await self.client.call(self.tool_id, "execute", {
-            "instance_id": instance_id, "parameters": parameters, "kwargs": kwargs,
-        })
+        payload: dict[str, Any] = {"instance_id": instance_id, "parameters": parameters, "kwargs": kwargs}
+        if self.call_timeout_s:
+            payload["timeout_s"] = self.call_timeout_s
+        data = await self.client.call(self.tool_id, "execute", payload)
         return data.get("text", ""), float(data.get("reward", 0.0)), data.get("metrics") or {}
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
@@ -226,8 +248,9 @@ def is_remote(config: dict | None) -> bool:
 
 
 def remote_tool(tool_id: str, config: dict) -> RemoteTool:
-    """The tool a tool-config entry ``{type: remote, url, tool_id?, token?}`` names."""
+    """The tool a tool-config entry ``{type: remote, url, tool_id?, token?, call_timeout_s?}`` names."""
     url = config.get("url")
     if not isinstance(url, str):
         raise ConfigError(f"tool {tool_id}: a remote tool needs url")
-    return client_for(url, config.get("token")).tool(str(config.get("tool_id") or tool_id))
+    return client_for(url, config.get("token")).tool(str(config.get("tool_id") or tool_id),
+                                                     call_timeout_s=config.get("call_timeout_s"))

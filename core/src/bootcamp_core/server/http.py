@@ -27,11 +27,16 @@ IDLE_REUSE_S = 4.0
 
 
 class ConnectError(OSError):
-    """The connection could not be opened: nothing was sent."""
+    """The connection could not be opened: nothing was sent. ``refused``: nothing listens there."""
+
+    def __init__(self, message: str, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class _Connection(asyncio.Protocol):
-    __slots__ = ("transport", "parser", "waiter", "status", "chunks", "closed", "idle_since", "keep_alive")
+    __slots__ = ("transport", "parser", "waiter", "status", "chunks", "closed", "idle_since", "keep_alive",
+                 "headers_done", "delimited")
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -42,6 +47,8 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.idle_since = 0.0
         self.keep_alive = True
+        self.headers_done = False
+        self.delimited = False  # Content-Length or chunked: the body's end is known without EOF
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -55,6 +62,10 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        waiter = self.waiter
+        if self.headers_done and not self.delimited and waiter is not None and not waiter.done():
+            waiter.set_result((self.status, b"".join(self.chunks)))  # a body that ends with the connection
+            return
         self._fail(ConnectionResetError("the server closed the connection"))
 
     def _fail(self, error: Exception) -> None:
@@ -68,6 +79,13 @@ class _Connection(asyncio.Protocol):
     def on_status(self, status: bytes) -> None:
         self.status = self.parser.get_status_code()
 
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if name.lower() in (b"content-length", b"transfer-encoding"):
+            self.delimited = True
+
+    def on_headers_complete(self) -> None:
+        self.headers_done = True
+
     def on_body(self, body: bytes) -> None:
         self.chunks.append(body)
 
@@ -77,7 +95,7 @@ class _Connection(asyncio.Protocol):
             self.waiter.set_result((self.status, b"".join(self.chunks)))
 
     def send(self, data: bytes) -> asyncio.Future:
-        self.status, self.chunks = 0, []
+        self.status, self.chunks, self.headers_done, self.delimited = 0, [], False, False
         self.waiter = asyncio.get_running_loop().create_future()
         self.transport.write(data)  # type: ignore[union-attr]
         return self.waiter
@@ -89,6 +107,7 @@ class _Pool:
     def __init__(self, host: str, port: int, limit: int, tls: bool) -> None:
         self.host, self.port, self.tls = host, port, tls
         self.idle: collections.deque[_Connection] = collections.deque()
+        self.busy: set[_Connection] = set()
         self.slots = asyncio.Semaphore(limit)
 
     async def connection(self, connect_timeout: float) -> tuple[_Connection, bool]:
@@ -105,7 +124,8 @@ class _Pool:
                 loop.create_connection(_Connection, self.host, self.port, ssl=_tls_context() if self.tls else None),
                 connect_timeout)
         except (OSError, asyncio.TimeoutError) as error:
-            raise ConnectError(f"cannot connect to {self.host}:{self.port}: {error or type(error).__name__}") from None
+            raise ConnectError(f"cannot connect to {self.host}:{self.port}: {error or type(error).__name__}",
+                               refused=isinstance(error, ConnectionRefusedError)) from None
         return connection, False
 
     def put_back(self, connection: _Connection) -> None:
@@ -117,10 +137,16 @@ class _Pool:
         self.idle.append(connection)
 
     def close(self) -> None:
-        while self.idle:
-            connection = self.idle.pop()
+        for connection in [*self.idle, *self.busy]:
             if connection.transport is not None:
                 connection.transport.close()
+        self.idle.clear()
+
+    def abort(self) -> None:
+        """Fail the calls in flight (their connections close) and drop idle connections."""
+        for connection in list(self.busy):
+            connection._fail(ConnectionAbortedError("the server was declared dead"))
+        self.close()
 
 
 class FastClient:
@@ -146,9 +172,10 @@ class FastClient:
                 f"Content-Length: {len(body)}\r\n{self._extra}\r\n").encode("latin-1")
         timeout = self.timeout_s if timeout_s is None else timeout_s
         async with pool.slots:
-            connection, reused = await pool.connection(self.connect_timeout_s)
+            connection, _ = await pool.connection(self.connect_timeout_s)
             waiter = connection.send(head + body)
             timer = asyncio.get_running_loop().call_later(timeout, _expire, waiter, timeout)
+            pool.busy.add(connection)
             try:
                 result = await waiter
             except BaseException:
@@ -158,8 +185,16 @@ class FastClient:
                 raise
             finally:
                 timer.cancel()
+                pool.busy.discard(connection)
             pool.put_back(connection)
             return result
+
+    def abort(self, url: str) -> None:
+        """Fail every call in flight to the server at ``url`` at once."""
+        parts = urlsplit(url)
+        pool = self._pools.get((parts.hostname or "127.0.0.1", parts.port or (443 if parts.scheme == "https" else 80)))
+        if pool is not None:
+            pool.abort()
 
     def close(self) -> None:
         for pool in self._pools.values():
@@ -219,13 +254,13 @@ def tool_route(app: Any, handler: Handler, *, token: str | None, max_body_bytes:
             body = b""
             while True:
                 message = await receive()
+                if message["type"] == "http.disconnect":  # the caller went away: nothing to answer
+                    return
                 body += message.get("body", b"")
                 if len(body) > max_body_bytes:
                     raise ApiError(413, "too_large", f"request body exceeds the limit of {max_body_bytes} bytes")
                 if not message.get("more_body"):
                     break
-                if message["type"] == "http.disconnect":
-                    return
             status, payload = await handler(scope["path"], body)
         except ApiError as error:
             status, payload = error.status, error.body()

@@ -38,7 +38,7 @@ class ServeConfig:
     tool_config: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     bootcamp_registry: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     timeout_per_query_s: float = 600.0
-    token: str | None = None
+    token: str | None = attrs.field(default=None, repr=False)
     log_dir: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     heartbeat_interval_s: float = 5.0
     worker_timeout_s: float = 15.0
@@ -259,13 +259,20 @@ def _worker_command(config: ServeConfig, master_url: str) -> list[str]:
     return command
 
 
-def _die_with_parent() -> None:
-    """In a unified server's worker: SIGTERM when the master process dies, even by kill -9 (Linux)."""
-    if sys.platform.startswith("linux"):
+def _death_signal() -> Any:
+    """A function for ``preexec_fn``: the child gets SIGTERM when its parent dies, even by kill -9 (Linux only).
+
+    Resolved here, in the parent: a forked child of a threaded process should not load libraries before exec.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
         import ctypes
 
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _stop(processes: list[subprocess.Popen], grace_s: float = 5.0) -> None:
@@ -282,10 +289,21 @@ def _stop(processes: list[subprocess.Popen], grace_s: float = 5.0) -> None:
             process.wait()
 
 
+def _sigterm_like_ctrl_c() -> None:
+    """uvicorn re-raises SIGTERM after its graceful shutdown; unwinding like Ctrl-C lets ``serve`` stop its workers."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 def serve(config: ServeConfig, registry: Any = None) -> int:
     """Run the server in the foreground until Ctrl-C or SIGTERM; unified mode stops its workers before returning."""
     token = config.resolved_token
     check_bind(config.host, token)
+    _sigterm_like_ctrl_c()
     if config.mode == "worker":
         try:
             run_worker(config, registry)
@@ -304,8 +322,9 @@ def serve(config: ServeConfig, registry: Any = None) -> int:
             select_tools(config, registry or get_registry())  # a bad selection fails here, once, not in N workers
             master = _master(config, config.num_workers, url)
             env = {**os.environ, **({TOKEN_ENV: token} if token else {})}  # never on a command line (ps shows it)
+            die_with_master = _death_signal()
             for _ in range(config.num_workers):
-                workers.append(subprocess.Popen(_worker_command(config, url), env=env, preexec_fn=_die_with_parent))
+                workers.append(subprocess.Popen(_worker_command(config, url), env=env, preexec_fn=die_with_master))
             logger.info("master on %s with %d worker process(es)", url, config.num_workers)
         else:
             master = _master(config, config.num_workers, url)

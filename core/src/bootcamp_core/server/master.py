@@ -46,7 +46,7 @@ logger = logging.getLogger("bootcamp_core.server.master")
 class MasterSettings:
     host: str = "127.0.0.1"
     port: int = 8000
-    token: str | None = None
+    token: str | None = attrs.field(default=None, repr=False)
     expected_workers: int = 1
     timeout_per_query_s: float = 600.0
     worker_timeout_s: float = 15.0  # no heartbeat for this long: the worker is dead
@@ -109,26 +109,37 @@ class Router:
                 ]
                 heapq.heapify(heap)
 
-    def add(self, worker: WorkerEntry, instance_ids: list[str]) -> None:
-        old = self.workers.get(worker.id)
-        if old is not None:
-            old.alive = False
-        self.workers[worker.id] = worker
-        for instance_id in instance_ids:  # a re-registration: the episodes it holds are routed again
+    def add(self, worker: WorkerEntry, instances: dict[str, list[str]]) -> WorkerEntry:
+        """Register ``worker``, or update it in place when it registers again (so calls in flight keep its entry).
+
+        ``instances``: what the worker holds, {instance id: tool ids}; they are routed to it again.
+        """
+        entry = self.workers.get(worker.id)
+        if entry is None:
+            entry = self.workers[worker.id] = worker
+        else:
+            entry.url, entry.tools, entry.namespaces, entry.host = worker.url, worker.tools, worker.namespaces, worker.host
+            entry.last_heartbeat, entry.reported_instances = worker.last_heartbeat, worker.reported_instances
+            entry.alive, entry.death = True, ""
+        for instance_id, tools in instances.items():
             route = self.instances.get(instance_id)
-            if route is None or not route.worker.alive or route.worker is old:
-                if route is not None and route.worker.alive:
-                    route.worker.load -= 1
-                self.instances[instance_id] = _Route(worker, set(worker.tools))
-                worker.load += 1
-        self._push(worker)
+            if route is not None and route.worker is not entry:
+                self.forget(instance_id)  # routed elsewhere while this worker was away: the worker's word wins
+                route = None
+            if route is None:
+                self.instances[instance_id] = _Route(entry, set(tools))
+                entry.load += 1
+            else:
+                route.tools.update(tools)
+        self._push(entry)
+        return entry
 
     def pick(self, namespace: str) -> WorkerEntry | None:
         """The least-loaded live worker serving ``namespace``; stale heap entries are dropped on the way."""
         heap = self._heaps.get(namespace)
         while heap:
             load, _, worker = heap[0]
-            if worker.alive and worker.load == load and self.workers.get(worker.id) is worker:
+            if worker.alive and worker.load == load:
                 return worker
             heapq.heappop(heap)
         return None
@@ -157,11 +168,13 @@ class Router:
             if route.worker.alive:
                 self._push(route.worker)
 
-    def kill(self, worker: WorkerEntry, reason: str) -> None:
-        if worker.alive:
-            worker.alive = False
-            worker.death = reason
-            logger.warning("worker %s (%s) is dead: %s", worker.id, worker.url, reason)
+    def kill(self, worker: WorkerEntry, reason: str) -> bool:
+        if not worker.alive:
+            return False
+        worker.alive = False
+        worker.death = reason
+        logger.warning("worker %s (%s) is dead: %s", worker.id, worker.url, reason)
+        return True
 
 
 class Master:
@@ -173,6 +186,8 @@ class Master:
         self._client: Any = None
         self._tasks: list[asyncio.Task] = []
         self.on_ready: Callable[[dict], None] | None = None  # called once, when every expected worker is there
+        # after a (re)start, unknown instances may belong to workers that have not re-registered yet
+        self.grace_s = 2 * settings.heartbeat_interval_s
 
     # ----------------------------------------------------------------------------------------- worker protocol
     async def register(self, request: Request) -> Response:
@@ -184,7 +199,11 @@ class Master:
                 raise ApiError(400, "bad_request", "register needs worker_id and url")
             if not isinstance(tools, dict) or not all(isinstance(key, str) and "/" in key for key in tools):
                 raise ApiError(400, "bad_request", "tools must map tool ids (namespace/name) to schemas")
-            instances = [item for item in data.get("instances") or [] if isinstance(item, str)]
+            reported = data.get("instances") or {}
+            if isinstance(reported, list):  # ids only: the instance holds every tool of the worker
+                reported = {item: list(tools) for item in reported if isinstance(item, str)}
+            instances = {key: [tool for tool in value if isinstance(tool, str)] for key, value in reported.items()
+                         if isinstance(key, str) and isinstance(value, list)}
             now = monotonic()
             worker = WorkerEntry(
                 id=worker_id, url=url.rstrip("/"), tools=tools,
@@ -195,7 +214,8 @@ class Master:
             self.router.add(worker, instances)
             self._check_ready()
             logger.info("worker %s registered at %s serving %d tool(s)", worker_id, worker.url, len(tools))
-            return json_response({"worker_id": worker_id, "heartbeat_interval_s": self.settings.heartbeat_interval_s})
+            return json_response({"worker_id": worker_id, "heartbeat_interval_s": self.settings.heartbeat_interval_s,
+                                  "worker_timeout_s": self.settings.worker_timeout_s})
         except ApiError as error:
             return error.response()
 
@@ -239,38 +259,63 @@ class Master:
         if instance_id is not None and not isinstance(instance_id, str):
             raise ApiError(400, "bad_request", "instance_id must be a string")
         route = self.router.instances.get(instance_id) if instance_id else None
-        if route is not None:
-            worker = route.worker
-            if not worker.alive:
-                if action == "release":
-                    self.router.forget(instance_id)  # type: ignore[arg-type]  # its state died with the worker
-                    return 200, b'{"released":false}'
-                raise ApiError(503, "worker_dead", f"instance {instance_id} was on worker {worker.id} ({worker.url}), "
-                               f"which is dead ({worker.death}); the episode's tool state is lost")
-        elif action == "create":
-            if not instance_id:
-                instance_id = data["instance_id"] = uuid.uuid4().hex
-                body = dumps(data)
-            worker = self.router.pick(namespace)
-            if worker is None:
-                raise ApiError(503, "no_worker", f"no live worker serves bootcamp {namespace!r} "
-                               f"({self._alive()} live worker(s) in all)")
-        elif action == "release":
-            return 200, b'{"released":false}'
-        else:
+        if route is None:
+            if action == "create":
+                return await self._create(namespace, tool_id, path, data, body)
+            if action == "release":
+                return 200, b'{"released":false}'
+            if monotonic() - self.started < self.grace_s:  # workers may not have re-registered after a restart
+                raise ApiError(503, "not_ready", f"unknown instance {instance_id!r} while workers register; retry")
             raise ApiError(404, "unknown_instance",
                            f"unknown instance {instance_id!r} (never created, released, or reaped when idle)")
+        worker = route.worker
+        if not worker.alive:
+            if action == "release":
+                self.router.forget(instance_id)  # type: ignore[arg-type]  # its state died with the worker
+                return 200, b'{"released":false}'
+            raise ApiError(503, "worker_dead", f"instance {instance_id} was on worker {worker.id} ({worker.url}), "
+                           f"which is dead ({worker.death}); the episode's tool state is lost")
         if tool_id not in worker.tools:
-            raise ApiError(404, "unknown_tool", f"worker {worker.id}, which holds this instance, does not serve {tool_id}")
-        status, payload = await self._forward(worker, path, body)
-        if status == 200:
+            raise ApiError(404, "unknown_tool", f"worker {worker.id}, which holds instance {instance_id}, does not "
+                           f"serve {tool_id} (an episode's tools must all be served by the same workers)")
+        if action == "create":
+            route.tools.add(tool_id)  # before the call: a concurrent create of the same instance follows it
+        try:
+            status, payload = await self._forward(worker, path, body)
+        except ApiError:
             if action == "create":
-                self.router.assign(instance_id, worker, tool_id)  # type: ignore[arg-type]
-            elif action == "release":
                 self.router.release(instance_id, tool_id)  # type: ignore[arg-type]
-        elif status == 404 and action != "create":
+            raise
+        if action == "release" or (status != 200 and action == "create") or (status == 404 and action != "create"):
             self.router.release(instance_id, tool_id)  # type: ignore[arg-type]
         return status, payload
+
+    async def _create(self, namespace: str, tool_id: str, path: str, data: dict, body: bytes) -> tuple[int, bytes]:
+        """The first create of an instance: reserve the least-loaded worker before the call (so a burst of creates
+        spreads at once), and try the next one when a worker refuses connections."""
+        instance_id = data.get("instance_id")
+        if not instance_id:
+            instance_id = data["instance_id"] = uuid.uuid4().hex
+            body = dumps(data)
+        for _ in range(max(1, len(self.router.workers))):
+            worker = self.router.pick(namespace)
+            if worker is None:
+                break
+            if tool_id not in worker.tools:
+                raise ApiError(404, "unknown_tool", f"no worker serving bootcamp {namespace!r} serves {tool_id}")
+            self.router.assign(instance_id, worker, tool_id)
+            try:
+                status, payload = await self._forward(worker, path, body)
+            except ApiError as error:
+                self.router.release(instance_id, tool_id)
+                if error.kind == "worker_refused":
+                    continue  # nothing reached that worker: the next one gets this create
+                raise
+            if status != 200:
+                self.router.release(instance_id, tool_id)
+            return status, payload
+        raise ApiError(503, "no_worker", f"no live worker serves bootcamp {namespace!r} "
+                       f"({self._alive()} live worker(s) in all)")
 
     async def _forward(self, worker: WorkerEntry, path: str, body: bytes) -> tuple[int, bytes]:
         try:
@@ -278,14 +323,19 @@ class Master:
         except asyncio.TimeoutError:
             raise ApiError(504, "timeout", f"worker {worker.id} did not answer within "
                            f"{self.settings.timeout_per_query_s:g} s") from None
-        except ConnectError as error:  # nothing listens there any more: dead now, not after the heartbeat timeout
-            self.router.kill(worker, f"connection refused ({error})")
-            raise ApiError(503, "worker_dead", f"worker {worker.id} ({worker.url}) is dead: connection refused; "
-                           "the episode's tool state is lost") from None
-        except OSError as error:  # dropped mid-call: crashed, or the network broke; heartbeats decide which
+        except ConnectError as error:
+            if error.refused:
+                # nothing listens there any more: dead now, not after the heartbeat timeout
+                self.router.kill(worker, "connection refused")
+                raise ApiError(503, "worker_refused", f"worker {worker.id} ({worker.url}) is dead: connection "
+                               "refused; the episode's tool state is lost") from None
+            raise ApiError(503, "worker_unreachable", f"cannot reach worker {worker.id} ({worker.url}): {error}; "
+                           "the episode's tool state is out of reach") from None
+        except OSError as error:  # dropped mid-call: crashed, declared dead, or the network broke
+            death = f" ({worker.death})" if worker.death else ""
             raise ApiError(503, "worker_dead", f"worker {worker.id} ({worker.url}) dropped the call "
-                           f"({type(error).__name__}: {error}); it may be dead, and the episode's tool state is "
-                           "lost or uncertain") from None
+                           f"({type(error).__name__}: {error}); it may be dead{death}, and the episode's tool state "
+                           "is lost or uncertain") from None
 
     # ------------------------------------------------------------------------------------------- status pages
     def _alive(self) -> int:
@@ -366,6 +416,7 @@ class Master:
             for worker in list(self.router.workers.values()):
                 if worker.alive and now - worker.last_heartbeat > timeout:
                     self.router.kill(worker, f"no heartbeat for {now - worker.last_heartbeat:.1f} s")
+                    self._client.abort(worker.url)  # calls in flight there fail now, not at their timeout
             self._check_ready()
 
     def _check_ready(self) -> None:

@@ -24,6 +24,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 
+from bootcamp_core.errors import InfrastructureError, ModelError
+from bootcamp_core.rollout import jsonable
 from bootcamp_core.server.common import (
     ACTIONS,
     DEFAULT_MAX_BODY_BYTES,
@@ -49,7 +51,7 @@ class WorkerSettings:
     port: int = 0
     master_url: str | None = None
     advertise_url: str | None = None  # the URL the master should use; derived from the bound socket when None
-    token: str | None = None
+    token: str | None = attrs.field(default=None, repr=False)
     timeout_per_query_s: float = 600.0
     heartbeat_interval_s: float = 5.0
     idle_timeout_s: float = 3600.0
@@ -97,7 +99,7 @@ class ToolLoop:
         timer = caller.call_later(timeout, _expire, future, timeout)
         try:
             return await future
-        except (asyncio.CancelledError, asyncio.TimeoutError):
+        except (asyncio.CancelledError, Deadline):
             self.loop.call_soon_threadsafe(lambda: tasks and tasks[0].cancel())
             raise
         finally:
@@ -120,9 +122,13 @@ def _copy_outcome(task: asyncio.Task, future: asyncio.Future) -> None:
         future.set_result(task.result())
 
 
+class Deadline(Exception):
+    """The server's limit for one call passed (a tool's own TimeoutError stays a tool error)."""
+
+
 def _expire(future: asyncio.Future, timeout: float) -> None:
     if not future.done():
-        future.set_exception(asyncio.TimeoutError())
+        future.set_exception(Deadline())
 
 
 class ToolHost:
@@ -137,6 +143,7 @@ class ToolHost:
         self.reaped: list[str] = []  # reaped since the last heartbeat the master acknowledged
         self.loop = ToolLoop()
         self.calls = 0
+        self._creating: dict[tuple[str, str], asyncio.Future] = {}
 
     def tool(self, tool_id: str) -> Any:
         tool = self.tools.get(tool_id)
@@ -153,14 +160,22 @@ class ToolHost:
                            f"{self.settings.idle_timeout_s:g} s idle)")
         return instance
 
-    async def _call(self, coroutine: Any) -> Any:
+    async def _call(self, coroutine: Any, timeout_s: Any = None) -> Any:
+        """Run a tool coroutine on the tool thread; ``timeout_s`` (the caller's own limit) shortens the server's."""
         self.calls += 1
+        limit = self.settings.timeout_per_query_s
+        if isinstance(timeout_s, (int, float)) and 0 < timeout_s < limit:
+            limit = float(timeout_s)
         try:
-            return await self.loop.run(coroutine, self.settings.timeout_per_query_s)
-        except asyncio.TimeoutError:
-            raise ApiError(504, "timeout", f"the tool call took longer than {self.settings.timeout_per_query_s:g} s")
+            return await self.loop.run(coroutine, limit)
+        except Deadline:
+            raise ApiError(504, "timeout", f"the tool call took longer than {limit:g} s") from None
         except ApiError:
             raise
+        except InfrastructureError as error:  # the tool's own dependency failed: not the model's doing
+            raise ApiError(500, "infrastructure", str(error)) from None
+        except ModelError as error:
+            raise ApiError(500, "model", str(error)) from None
         except Exception as error:  # the tool rejected the call: the caller (and the model) sees why
             raise ApiError(500, "tool", f"{type(error).__name__}: {error}") from None
 
@@ -178,13 +193,26 @@ class ToolHost:
             if instance is not None and tool_id in instance.tools:  # a retried create: already done
                 self._touch(instance_id, instance)
                 return {"instance_id": instance_id}
-            used = await self._call(tool.create(instance_id, **kwargs))
-            instance = self.instances.get(instance_id)
-            if instance is None:
-                instance = self.instances[instance_id] = _Instance(set(), monotonic())
-            instance.tools.add(tool_id)
-            self._touch(instance_id, instance)
-            return {"instance_id": used or instance_id}
+            pending = self._creating.get((instance_id, tool_id))
+            if pending is not None:  # a retry while the first create still runs: its answer is this one's
+                return await asyncio.shield(pending)
+            pending = self._creating[(instance_id, tool_id)] = asyncio.get_running_loop().create_future()
+            try:
+                used = await self._call(tool.create(instance_id, **kwargs))
+                instance = self.instances.get(instance_id)
+                if instance is None:
+                    instance = self.instances[instance_id] = _Instance(set(), monotonic())
+                instance.tools.add(tool_id)
+                self._touch(instance_id, instance)
+                answer = {"instance_id": used or instance_id}
+                pending.set_result(answer)
+                return answer
+            except BaseException as error:
+                pending.set_exception(error if isinstance(error, Exception) else ApiError(503, "cancelled", "cancelled"))
+                pending.exception()  # retrieved: no "never retrieved" warning when nobody else waited
+                raise
+            finally:
+                del self._creating[(instance_id, tool_id)]
         if action == "release":
             instance = self.instances.get(instance_id) if isinstance(instance_id, str) else None
             if instance is None or tool_id not in instance.tools:
@@ -201,9 +229,19 @@ class ToolHost:
                 parameters = data.get("parameters")
                 if not isinstance(parameters, dict):
                     raise ApiError(400, "bad_request", "parameters must be a JSON object")
-                text, reward, metrics = await self._call(tool.execute(instance_id, parameters, **kwargs))
-                return {"text": text, "reward": float(reward), "metrics": metrics if isinstance(metrics, dict) else {}}
-            return {"reward": float(await self._call(tool.calc_reward(instance_id, **kwargs)))}
+                text, reward, metrics = await self._call(tool.execute(instance_id, parameters, **kwargs),
+                                                         data.get("timeout_s"))
+                try:  # what the rollout engine does with a local tool's answer
+                    return {"text": text if isinstance(text, str) else json.dumps(jsonable(text)),
+                            "reward": float(reward), "metrics": jsonable(metrics) if isinstance(metrics, dict) else {}}
+                except (TypeError, ValueError) as error:
+                    raise ApiError(500, "tool", f"{type(error).__name__}: the tool's answer is not usable: {error}"
+                                   ) from None
+            try:
+                return {"reward": float(await self._call(tool.calc_reward(instance_id, **kwargs)))}
+            except (TypeError, ValueError) as error:
+                raise ApiError(500, "tool", f"{type(error).__name__}: calc_reward did not return a number: {error}"
+                               ) from None
         finally:
             instance.busy -= 1
             self._touch(instance_id, instance)
@@ -279,7 +317,13 @@ class Worker:
         namespace, name, action = split_tool_path(path)
         if action not in ACTIONS:
             raise ApiError(404, "not_found", f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
-        return 200, dumps(await self.host.handle(f"{namespace}/{name}", action, parse_object(body)))
+        try:
+            result = await self.host.handle(f"{namespace}/{name}", action, parse_object(body))
+        except (ApiError, asyncio.CancelledError):
+            raise
+        except Exception as error:  # e.g. kwargs the tool's signature refuses: the caller sees why, as in-process
+            raise ApiError(500, "tool", f"{type(error).__name__}: {error}") from None
+        return 200, dumps(result)
 
     async def tools(self, request: Request):
         try:
@@ -349,7 +393,7 @@ class Worker:
             "worker_id": self.settings.worker_id,
             "url": self.url,
             "tools": self.host.schemas,
-            "instances": list(self.host.instances),
+            "instances": {key: sorted(value.tools) for key, value in self.host.instances.items()},
             "host": self.info,
         }
 
@@ -371,10 +415,13 @@ class Worker:
         while True:
             try:
                 if not self.registered:
-                    status, data = await self._post("/workers/register", self.registration(), timeout=max(interval, 2))
+                    status, data = await self._post("/workers/register", self.registration(), timeout=max(interval, 1))
                     if status != 200:
                         raise RuntimeError(f"HTTP {status}: {(data.get('error') or {}).get('message', '')}")
                     self.registered = True
+                    told = data.get("heartbeat_interval_s")
+                    if isinstance(told, (int, float)) and 0 < told < interval:  # the master decides who is dead
+                        interval = float(told)
                     warned = False
                     logger.info("registered with %s as %s (%s)", self.settings.master_url, self.settings.worker_id,
                                 self.url)
@@ -384,7 +431,7 @@ class Worker:
                         "worker_id": self.settings.worker_id,
                         "instances": len(self.host.instances),
                         "reaped": reaped,
-                    }, timeout=max(interval, 2))
+                    }, timeout=max(interval, 1))
                     if status == 404:  # the master restarted or declared us dead: register again at once
                         self.registered = False
                         logger.info("the master does not know this worker any more; registering again")
