@@ -13,6 +13,7 @@ import attrs
 
 from bootcamp_core.generate import concat_outputs, config_for_bootcamp, generate_many, plan_groups
 from bootcamp_core.plugins import Registry, get_registry
+from bootcamp_core.rollout import RolloutLimits
 
 __all__ = ["DemoResult", "plan_demo", "run_demo"]
 
@@ -75,7 +76,7 @@ def run_demo(
     result.dataset = data_dir / "demo_test.jsonl"
     result.summary = run_evaluation(
         EvalConfig(dataset_path=result.dataset, output_dir=eval_dir, policy="reference",
-                   max_concurrent=max_concurrent, overwrite=True),
+                   max_concurrent=max_concurrent, overwrite=True, limits=DEMO_LIMITS),
         registry=registry,
         progress=progress,
     )
@@ -84,6 +85,11 @@ def run_demo(
     postprocess(result.results, result.training_data, filter_success=True, extract_training=True)
     _print_summary(result)
     return result
+
+
+#: reference agents end their episodes themselves; some tasks (a 10-hand poker match) take dozens of turns, more
+#: than `bootcamp eval`'s defaults, which follow the original framework
+DEMO_LIMITS = RolloutLimits(max_assistant_turns=200, max_user_turns=400)
 
 
 def _print_summary(result: DemoResult) -> None:
