@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 from bootcamp_core.plugins import Registry
+from bootcamp_core.testing import registry_of
 
 #: This bootcamp's entry-point name.
 namespace = "bot_trajectory"
@@ -16,14 +17,9 @@ REACHING_X = [0.0, 1.5708, 0.0, 0.0, 0.0, 0.0, 0.0]
 
 
 @pytest.fixture(scope="session")
-def registry() -> Iterator[Registry]:
-    """This bootcamp through the real entry point; strict, so a broken plugin fails loudly instead of vanishing."""
-    with pytest.MonkeyPatch.context() as patch:
-        # Only this package: tests of one bootcamp must not depend on which other bootcamps are installed.
-        patch.setenv("BOOTCAMP_LOAD_PLUGINS", namespace)
-        patch.delenv("BOOTCAMP_BLOCK_PLUGINS", raising=False)
-        loaded = Registry.from_entry_points(strict=True)
-    yield loaded
+def registry() -> Registry:
+    """This bootcamp alone, through its real entry point; strict, so a broken plugin fails loudly."""
+    return registry_of(namespace)
 
 
 def make_identity(

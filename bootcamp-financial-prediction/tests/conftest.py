@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
-from bootcamp_core.plugins import Registry
 
+from bootcamp_core.plugins import Registry
+from bootcamp_core.testing import registry_of
 from bootcamp_financial_prediction.generator import ForecastGenerator
 
 #: This bootcamp's entry-point name.
@@ -15,14 +16,9 @@ namespace = "financial_prediction"
 
 
 @pytest.fixture(scope="session")
-def registry() -> Iterator[Registry]:
-    """This bootcamp through the real entry point; strict, so a broken plugin fails loudly instead of vanishing."""
-    with pytest.MonkeyPatch.context() as patch:
-        # Only this package: tests of one bootcamp must not depend on which other bootcamps are installed.
-        patch.setenv("BOOTCAMP_LOAD_PLUGINS", namespace)
-        patch.delenv("BOOTCAMP_BLOCK_PLUGINS", raising=False)
-        loaded = Registry.from_entry_points(strict=True)
-    yield loaded
+def registry() -> Registry:
+    """This bootcamp alone, through its real entry point; strict, so a broken plugin fails loudly."""
+    return registry_of(namespace)
 
 
 def _make_identity(seed: int, **config: object) -> dict:

@@ -8,15 +8,13 @@ from collections.abc import Iterator
 import pytest
 
 from bootcamp_core.plugins import Registry
+from bootcamp_core.testing import registry_of
 
 
 @pytest.fixture(scope="session")
 def example_registry() -> Registry:
     """bootcamp-example through its real entry point, strictly, and nothing else that may be installed."""
-    with pytest.MonkeyPatch.context() as patch:  # only while loading: subprocesses of other tests must not see it
-        patch.setenv("BOOTCAMP_LOAD_PLUGINS", "example")
-        patch.delenv("BOOTCAMP_BLOCK_PLUGINS", raising=False)
-        return Registry.from_entry_points(strict=True)
+    return registry_of("example")
 
 
 @pytest.fixture(autouse=True)

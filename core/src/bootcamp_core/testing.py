@@ -36,7 +36,8 @@ from bootcamp_core.config import InstructionConfig, parse_instruction_config
 from bootcamp_core.plugins import Registry
 
 __all__ = [
-    "MINIMAL_HOOKS", "BootcampConformance", "check_bootcamp", "episode_kwargs", "example_arguments", "write_distribution",
+    "MINIMAL_HOOKS", "BootcampConformance", "check_bootcamp", "episode_kwargs", "example_arguments", "registry_of",
+    "write_distribution",
 ]
 
 _GENERATE_IN_A_PROCESS = (
@@ -47,6 +48,20 @@ _GENERATE_IN_A_PROCESS = (
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
 #: Seconds one tool or interaction call may take in the kit before it counts as hanging.
 CALL_TIMEOUT_S = 30.0
+
+
+def registry_of(*namespaces: str) -> Registry:
+    """A strict registry of only these installed bootcamps, through their real entry points.
+
+    Tests of one bootcamp must not depend on which other bootcamps are installed; the environment variables that
+    select them are set while loading only, so they never leak into other tests' subprocesses.
+    """
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BOOTCAMP_LOAD_PLUGINS", ",".join(namespaces))
+        patch.delenv("BOOTCAMP_BLOCK_PLUGINS", raising=False)
+        return Registry.from_entry_points(strict=True)
 
 
 def episode_kwargs(messages: list[dict] | None = None) -> dict[str, Any]:
