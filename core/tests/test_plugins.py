@@ -153,7 +153,11 @@ def test_listing_and_help_import_no_plugin(tmp_path: Path):
     marker = tmp_path / "imported"
     write_distribution(site, "bootcamp-tools", "0.1", entry_points={"bootcamp.commands": {"hello": "hello_cmd:main"}},
                        modules={"hello_cmd.py": f"open({str(marker)!r}, 'w').close()\n"
-                                                "def main(argv):\n    print('hello', *argv)\n    return 3\n"})
+                                                "from bootcamp_core.errors import ConfigError\n"
+                                                "def main(argv):\n"
+                                                "    if argv == ['bad']:\n"
+                                                "        raise ConfigError('bad flag')\n"
+                                                "    print('hello', *argv)\n    return 3\n"})
     code = (
         "import sys, bootcamp_core.cli as cli\n"
         "cli.build_parser().format_help()\n"
@@ -168,6 +172,8 @@ def test_listing_and_help_import_no_plugin(tmp_path: Path):
     result = run_cli("hello", "a", "b", path=site)
     assert (result.returncode, result.stdout.strip()) == (3, "hello a b")
     assert marker.exists()
+    failed = run_cli("hello", "bad", path=site)  # a plugin command's errors read like ours: one line, exit 1
+    assert (failed.returncode, failed.stderr.strip()) == (1, "error: bad flag")
 
 
 # ----------------------------------------------------------------------------- the registry, in process

@@ -149,15 +149,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f'error: Plugin command "{argv[0]}" ({owner}): cannot import {command.value}: '
                       f"{type(error).__name__}: {error}. Reinstall it or install what it needs.", file=sys.stderr)
                 return 1
-            return int(run(argv[1:]) or 0)
+            return _guarded(lambda: run(argv[1:]))  # a plugin's command gets the same error handling as ours
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
     builtins = {"plugins": cmd_plugins, "generate": cmd_generate, "new": cmd_new, "check": cmd_check}
+    run = builtins.get(args.command) or args.run
+    return _guarded(lambda: run(args))
+
+
+def _guarded(command) -> int:
+    """Run a command: our typed errors and OS errors become one ``error:`` line (exit 1), Ctrl-C exit 130."""
     try:
-        run = builtins.get(args.command) or args.run
-        return int(run(args) or 0)
+        return int(command() or 0)
     except (BootcampError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
