@@ -3,18 +3,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
+
+from bootcamp_core.testing import serve_tools
 
 pytestmark = pytest.mark.slow
 
@@ -36,33 +32,14 @@ def test_reference_agents_score_the_same_with_served_tools(tmp_path: Path):
                          "-q")
     assert generated.returncode == 0, generated.stderr
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    log = tmp_path / "serve.log"
-    with open(log, "w") as handle:
-        server = subprocess.Popen([sys.executable, "-m", "bootcamp_core.cli", "serve", "--port", str(port),
-                                   "--num-workers", "2", "--bootcamp-registry", str(registry)],
-                                  stdout=handle, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            with contextlib.suppress(httpx.HTTPError, ValueError):
-                if httpx.get(url + "/health", timeout=5).json()["ready"]:
-                    break
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+    with serve_tools("--num-workers", "2", "--bootcamp-registry", str(registry), log_dir=tmp_path) as server:
         runs = {}
-        for name, extra in (("local", []), ("served", ["--tool-server", url])):
+        for name, extra in (("local", []), ("served", ["--tool-server", server.url])):
             result = bootcamp("eval", "--dataset-path", str(data / "all_test.jsonl"), "--output-dir",
                               str(tmp_path / name), "-q", *extra)
             assert result.returncode == 0, result.stderr
             runs[name] = {line["id"]: line for line in map(json.loads, (tmp_path / name / "results.jsonl")
                                                           .read_text().splitlines())}
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=60)
     assert runs["local"].keys() == runs["served"].keys() and len(runs["local"]) == 3 * len(playable)
     for key, local in runs["local"].items():
         served = runs["served"][key]

@@ -8,12 +8,10 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -25,7 +23,7 @@ from bootcamp_core.remote import RemoteToolError, ToolServerClient
 from bootcamp_core.server.dashboard import render_dashboard
 from bootcamp_core.server.master import Router, WorkerEntry
 from bootcamp_core.stub_server import Reply, ScriptedChatServer, per_conversation
-from bootcamp_core.testing import write_distribution
+from bootcamp_core.testing import free_port, serve_tools, write_distribution
 
 pytestmark = pytest.mark.slow
 FAST = ["--heartbeat-interval", "0.2", "--worker-timeout", "1.5"]
@@ -57,12 +55,6 @@ def bootcamp_register_tools(register):
 '''
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     """A second installed bootcamp whose tools raise and block, beside bootcamp-example."""
@@ -72,49 +64,16 @@ def site(tmp_path_factory) -> Path:
     return folder
 
 
-class Server:
-    def __init__(self, process: subprocess.Popen, url: str, log: Path) -> None:
-        self.process, self.url, self.log = process, url, log
-
-    def health(self) -> dict:
-        return httpx.get(self.url + "/health", timeout=5).json()
-
-    def wait(self, predicate, what: str, timeout: float = 60.0) -> dict:
-        deadline = time.monotonic() + timeout
-        last: dict = {}
-        while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.HTTPError, ValueError):
-                last = self.health()
-                if predicate(last):
-                    return last
-            if self.process.poll() is not None:
-                raise AssertionError(f"server exited ({self.process.returncode}): {self.log.read_text()}")
-            time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what}: {last}\n{self.log.read_text()}")
-
-    def worker_pids(self) -> list[int]:
-        return [worker["host"]["pid"] for worker in self.health()["workers"] if worker["alive"]]
-
-
-@contextlib.contextmanager
 def serve(site: Path, tmp_path: Path, *args: str, port: int | None = None, ready: bool = True,
-          env: dict | None = None) -> Iterator[Server]:
-    port = port or free_port()
-    log = tmp_path / f"serve-{port}-{time.monotonic_ns()}.log"
-    environment = {**os.environ, **ROOT_ENV, "PYTHONPATH": os.pathsep.join(
-        filter(None, [str(site), os.environ.get("PYTHONPATH")])), **(env or {})}
-    with open(log, "w") as handle:
-        process = subprocess.Popen([sys.executable, "-m", "bootcamp_core.cli", "serve", "--port", str(port), *args],
-                                   stdout=handle, stderr=subprocess.STDOUT, env=environment)
-    server = Server(process, f"http://127.0.0.1:{port}", log)
-    try:
-        if ready:
-            server.wait(lambda status: status["ready"], "ready")
-        yield server
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=30)
+          env: dict | None = None):
+    """`bootcamp serve` with the servertest bootcamp on the path beside bootcamp-example."""
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    return serve_tools(*args, log_dir=tmp_path, port=port, ready=ready,
+                       env={**ROOT_ENV, "PYTHONPATH": path, **(env or {})})
+
+
+def worker_pids(server) -> list[int]:
+    return [worker["host"]["pid"] for worker in server.health()["workers"] if worker["alive"]]
 
 
 def pid_alive(pid: int) -> bool:
@@ -180,7 +139,7 @@ def test_unified_serves_episodes_and_survives_a_killed_worker(site, tmp_path, da
                     raise failure[0]
                 return status["instances"] == 200
 
-            status = server.wait(all_held, "200 instances held", timeout=120)
+            status = server.wait(all_held, "200 instances held", timeout_s=120)
             victim = max(status["workers"], key=lambda worker: worker["load"])
             held_by_victim = victim["load"]
             assert all(worker["load"] > 0 for worker in status["workers"]), "least-loaded routing spreads instances"
@@ -211,7 +170,7 @@ def test_unified_serves_episodes_and_survives_a_killed_worker(site, tmp_path, da
             assert len(results) == 200 and all(result["success"] and result["score"] == 1.0 for result in results)
             after = {worker["id"]: worker for worker in server.health()["workers"]}
             assert after[victim["id"]]["alive"] is False and after[victim["id"]]["load"] == 0  # nothing new went there
-        pids = server.worker_pids()
+        pids = worker_pids(server)
         assert len(pids) == 2
     # SIGTERM to the unified server stopped every worker it started
     assert not any(pid_alive(pid) for pid in pids)
@@ -297,7 +256,7 @@ def test_master_restart_workers_register_again_and_keep_their_instances(site, tm
             master.process.wait(timeout=30)
         # a new master on the same port: the worker notices and registers again by itself, with its instance
             with serve(site, tmp_path, "--mode", "master", *FAST, port=port, ready=False) as again:
-                status = again.wait(lambda s: s["live_workers"] == 1, "worker registered again", timeout=30)
+                status = again.wait(lambda s: s["live_workers"] == 1, "worker registered again", timeout_s=30)
                 assert status["instances"] == 1
 
                 async def resume() -> None:

@@ -16,6 +16,8 @@ In a bootcamp's ``tests/test_conformance.py``::
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import math
 import os
@@ -36,8 +38,8 @@ from bootcamp_core.config import InstructionConfig, parse_instruction_config
 from bootcamp_core.plugins import Registry
 
 __all__ = [
-    "MINIMAL_HOOKS", "BootcampConformance", "check_bootcamp", "episode_kwargs", "example_arguments", "registry_of",
-    "write_distribution",
+    "MINIMAL_HOOKS", "BootcampConformance", "RunningServer", "check_bootcamp", "episode_kwargs", "example_arguments",
+    "free_port", "registry_of", "serve_tools", "write_distribution",
 ]
 
 _GENERATE_IN_A_PROCESS = (
@@ -62,6 +64,76 @@ def registry_of(*namespaces: str) -> Registry:
         patch.setenv("BOOTCAMP_LOAD_PLUGINS", ",".join(namespaces))
         patch.delenv("BOOTCAMP_BLOCK_PLUGINS", raising=False)
         return Registry.from_entry_points(strict=True)
+
+
+def free_port() -> int:
+    """A TCP port free on loopback right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RunningServer:
+    """A ``bootcamp serve`` process started by :func:`serve_tools`."""
+
+    def __init__(self, process: subprocess.Popen, url: str, log: Path) -> None:
+        self.process, self.url, self.log = process, url, log
+
+    def health(self) -> dict:
+        import httpx
+
+        return httpx.get(self.url + "/health", timeout=5).json()
+
+    def wait(self, predicate: Any, what: str, timeout_s: float = 120.0) -> dict:
+        """Poll ``/health`` until ``predicate(status)``; fails with the server's log when it exits or time runs out."""
+        import time
+
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+        last: dict = {}
+        while time.monotonic() < deadline:
+            try:
+                last = self.health()
+                if predicate(last):
+                    return last
+            except (httpx.HTTPError, ValueError):
+                pass
+            if self.process.poll() is not None:
+                raise AssertionError(f"bootcamp serve exited ({self.process.returncode}):\n{self.log.read_text()}")
+            time.sleep(0.05)
+        raise AssertionError(f"timed out waiting for {what}: {last}\n{self.log.read_text()}")
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        import signal
+
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=timeout_s)
+
+
+@contextlib.contextmanager
+def serve_tools(*args: str, log_dir: str | Path, port: int | None = None, ready: bool = True,
+                env: dict | None = None) -> Iterator[RunningServer]:
+    """Run ``bootcamp serve ARGS --port P`` on loopback for a test: waits until ``/health`` says ready (unless
+    ``ready=False``), stops it with SIGTERM at the end (unified mode then stops its workers)."""
+    port = port or free_port()
+    log = Path(log_dir) / f"serve-{port}-{os.getpid()}-{next(_LOGS)}.log"
+    with open(log, "w") as handle:
+        process = subprocess.Popen([sys.executable, "-m", "bootcamp_core.cli", "serve", "--port", str(port), *args],
+                                   stdout=handle, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    server = RunningServer(process, f"http://127.0.0.1:{port}", log)
+    try:
+        if ready:
+            server.wait(lambda status: status.get("ready"), "the server's workers", timeout_s=300)
+        yield server
+    finally:
+        server.stop()
+
+
+_LOGS = itertools.count()
 
 
 def episode_kwargs(messages: list[dict] | None = None) -> dict[str, Any]:

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 import yaml
 
+from bootcamp_core.testing import free_port, serve_tools
 from bootcamp_verl.export import ExportOptions, export_datasets
 from bootcamp_verl.reward import compute_score
 
@@ -23,36 +18,12 @@ pytestmark = pytest.mark.slow
 TOKEN = "loopback-secret"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[str]:
     """`bootcamp serve --mode unified` with one worker serving example and mini, wanting a token."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    with open(log, "w") as handle:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "bootcamp_core.cli", "serve", "--mode", "unified", "--port", str(port),
-             "--num-workers", "1", "--bootcamps", "example,mini", "--token", TOKEN],
-            stdout=handle, stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            with contextlib.suppress(httpx.HTTPError, ValueError):
-                if httpx.get(url + "/health", timeout=5).json()["ready"]:
-                    break
-            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
-        yield url
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
+    with serve_tools("--mode", "unified", "--num-workers", "1", "--bootcamps", "example,mini", "--token", TOKEN,
+                     log_dir=tmp_path_factory.mktemp("serve")) as running:
+        yield running.url
 
 
 def served_instances(url: str) -> int:
