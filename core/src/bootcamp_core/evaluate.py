@@ -996,12 +996,16 @@ async def _served_tools(config: EvalConfig, components: dict[str, dict]) -> dict
     return served or None
 
 
-async def _wait_ready(client: Any, timeout_s: float = 120.0) -> None:
-    """Wait until a master says every expected worker is registered (a worker alone is ready when it answers)."""
+async def _wait_ready(client: Any, timeout_s: float = 120.0, startup_s: float = 30.0) -> None:
+    """Wait while a freshly started master still waits for its workers (a worker alone is ready when it answers).
+
+    A master up for longer than ``startup_s`` with some live workers is running degraded (a worker died): go on.
+    """
     deadline = anyio.current_time() + timeout_s
     while True:
         status = await client.health()
-        if status.get("ready", True) or anyio.current_time() > deadline:
+        degraded = status.get("live_workers", 0) > 0 and status.get("uptime_s", 0) > startup_s
+        if status.get("ready", True) or degraded or anyio.current_time() > deadline:
             return
         logger.info("waiting for the tool server's workers: %s live of %s expected", status.get("live_workers"),
                     status.get("expected_workers"))

@@ -282,9 +282,11 @@ class Master:
             route.tools.add(tool_id)  # before the call: a concurrent create of the same instance follows it
         try:
             status, payload = await self._forward(worker, path, body)
-        except ApiError:
-            if action == "create":
+        except ApiError as error:
+            if action in ("create", "release"):
                 self.router.release(instance_id, tool_id)  # type: ignore[arg-type]
+            if action == "release" and error.kind in ("worker_refused", "worker_dead"):
+                return 200, b'{"released":false}'  # its state died with the worker: nothing left to release
             raise
         if action == "release" or (status != 200 and action == "create") or (status == 404 and action != "create"):
             self.router.release(instance_id, tool_id)  # type: ignore[arg-type]
