@@ -40,6 +40,8 @@ from bootcamp_core.server.common import (
 from bootcamp_core.server.http import ConnectError, FastClient, split_tool_path, tool_route
 
 logger = logging.getLogger("bootcamp_core.server.master")
+#: a dead worker that holds no routed instance is forgotten this long after its last heartbeat
+FORGET_DEAD_S = 3600.0
 
 
 @attrs.define
@@ -419,6 +421,8 @@ class Master:
                 if worker.alive and now - worker.last_heartbeat > timeout:
                     self.router.kill(worker, f"no heartbeat for {now - worker.last_heartbeat:.1f} s")
                     self._client.abort(worker.url)  # calls in flight there fail now, not at their timeout
+                elif not worker.alive and worker.load <= 0 and now - worker.last_heartbeat > FORGET_DEAD_S:
+                    del self.router.workers[worker.id]  # long gone and holding nothing: off the dashboard
             self._check_ready()
 
     def _check_ready(self) -> None:
