@@ -72,6 +72,7 @@ def test_designs_are_rounded_to_the_simulation_resolution() -> None:
         (math.nan, 0.3, "finite"),
         (8e-5, math.inf, "finite"),
         ([8e-5], 0.3, "got list"),
+        (10**400, 0.3, "pos_thickness must be a finite number"),  # a 401-digit JSON integer
     ],
 )
 def test_bad_designs_get_a_clear_message(thickness: object, porosity: object, message: str) -> None:

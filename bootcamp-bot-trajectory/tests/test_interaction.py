@@ -69,6 +69,10 @@ def test_a_missing_answer_gets_the_format(interaction, identity_for) -> None:
         ('{"waypoints": [[0, 0, 0, 0, 0, 0, 0],]}', "the value of \"waypoints\" is not valid JSON"),
         ('{"waypoints": [[0, 0, 0, 0, 0, 0, NaN]]}', "waypoint 0[6] (joint 7) must be a finite number, got nan"),
         ('{"waypoints": []}', "waypoints is empty"),
+        # hostile numbers and nesting get feedback too, never an exception out of the interaction
+        ('{"waypoints": [[1' + "0" * 400 + ', 0, 0, 0, 0, 0, 0]]}',
+         "waypoint 0[0] (joint 1) must be a finite number, got an integer of 401 digits"),
+        ('{"waypoints": ' + "[" * 100_000, "the value of \"waypoints\" is nested too deeply"),
     ],
 )
 def test_an_unreadable_answer_gets_what_is_wrong(interaction, identity_for, reply: str, problem: str) -> None:

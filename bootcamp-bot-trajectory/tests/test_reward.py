@@ -86,6 +86,9 @@ def test_soft_reward_orders_answers_sensibly(reward, identity_for) -> None:
         assert 0.0 < soft[name] < 0.8, name
     assert soft["clear, ending 27 cm off target"] > soft["through the box"]
     assert soft["clear, ending 27 cm off target"] > soft["stays at the start"]
+    assert soft["through the box"] < 0.4  # reaching the target through an obstacle earns no distance credit
+    padded = [[0.0] * 7] + [[0.0] * 6 + [3.0 * (-1) ** k] for k in range(60)] + [[0.0] * 7, REACHING_X]
+    assert reward.verify_score(format_answer(padded), identity, soft=True) < 0.4  # nor does padding a colliding path
     assert reward.verify_score(format_answer([[0.0] * 7, REACHING_X]), identity) == 0.0  # strict is unchanged
 
 

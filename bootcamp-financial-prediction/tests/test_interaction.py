@@ -56,6 +56,13 @@ def test_unparsable_json_is_treated_as_missing(interaction: AnswerFeedback, iden
     assert results[0][0] is False and "could not find a forecast" in results[0][1]
 
 
+def test_hostile_numbers_and_nesting_get_feedback_not_an_exception(interaction: AnswerFeedback, identity: dict) -> None:
+    answer = format_answer(identity["statements"][-1]).replace('"revenue": ', '"revenue": 1' + "0" * 400 + ", \"x\": ", 1)
+    results, _ = play(interaction, identity, [answer, "```json\n" + "[" * 100_000 + "\n```"])
+    assert results[0][0] is False and "revenue" in results[0][1]
+    assert results[1][0] is False and "could not find a forecast" in results[1][1]
+
+
 def test_incomplete_answer_names_what_is_missing_or_not_a_number(interaction: AnswerFeedback, identity: dict) -> None:
     partial = dict(identity["statements"][-1])
     del partial["cash"], partial["debt"]

@@ -133,6 +133,8 @@ def test_the_budget_is_per_episode_and_per_tool(consistency: CheckConsistencyToo
         ({}, "pass {\"statements\""),
         ({"statements": {"colour": 1}}, "must be an object of line items"),
         ({"statements": [1, 2]}, "must be an object of line items"),
+        ({"statements": {"revenue": 10**400}}, "not a number of at most 1e15"),
+        ({"statements": "[" * 100_000}, "statements is not a JSON object"),
         ({"statements": {"revenue": "lots"}}, "not a number of at most 1e15 in size: revenue"),
         ({"statements": {"revenue": 1e16}}, "not a number of at most 1e15 in size: revenue"),
         ({"statements": {"revenue": 1}, "verbose": True}, "unknown argument(s) verbose"),

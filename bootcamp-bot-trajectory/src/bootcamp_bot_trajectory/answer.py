@@ -32,6 +32,8 @@ def find_answer(text: Any) -> tuple[tuple[tuple[float, ...], ...] | None, str | 
         value, _ = _DECODER.raw_decode(text, matches[-1].end())
     except ValueError as error:
         return None, f"the value of \"waypoints\" is not valid JSON ({error.msg} at character {error.pos})"
+    except RecursionError:  # thousands of nested brackets
+        return None, "the value of \"waypoints\" is nested too deeply: give a list of lists of 7 numbers"
     try:
         return parse_waypoints(value), None
     except PathError as error:

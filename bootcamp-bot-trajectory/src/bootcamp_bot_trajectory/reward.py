@@ -24,15 +24,16 @@ def soft_score(report: PathReport, length: float, witness_length: float, distanc
     """``0.4 * free + 0.4 * near + 0.2 * short`` where ``short`` counts only for a solving path.
 
     ``free`` is the share of the path (in checked configurations, in order) before the first collision or limit
-    violation; ``near`` is 1 within the tolerance, falling linearly to 0 at ``distance_scale`` metres beyond it;
-    ``short`` is ``min(1, witness length / path length)``. So an unsolved path scores at most 0.8, a solved one at
-    least 0.8, and 1.0 only when it is no longer (in joint space) than the hidden witness. A path that does not start
-    at the start configuration scores 0.
+    violation; ``near`` is 1 within the tolerance, falling linearly to 0 at ``distance_scale`` metres beyond it, and
+    counts only for a clear path (ending near the target through an obstacle earns nothing, so padding a colliding
+    path with harmless moves cannot lift it above 0.4); ``short`` is ``min(1, witness length / path length)``. So an
+    unsolved path scores at most 0.8, a colliding one below 0.4, a solved one at least 0.8, and 1.0 only when it is no
+    longer (in joint space) than the hidden witness. A path that does not start at the start configuration scores 0.
     """
     if not report.starts_at_start:
         return 0.0
     free = report.free_fraction
-    near = max(0.0, 1.0 - max(0.0, report.distance - report.tolerance) / distance_scale)
+    near = max(0.0, 1.0 - max(0.0, report.distance - report.tolerance) / distance_scale) if report.clear else 0.0
     short = 0.0
     if report.solved:
         short = 1.0 if length <= witness_length else witness_length / length

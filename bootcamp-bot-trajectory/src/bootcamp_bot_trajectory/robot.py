@@ -61,7 +61,10 @@ def link_name(link: int) -> str:
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise PathError(f"{where} must be a number, got {_show(value)}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise PathError(f"{where} must be a finite number, got an integer of {len(str(value))} digits") from None
     if not math.isfinite(number):
         raise PathError(f"{where} must be a finite number, got {value}")
     return number

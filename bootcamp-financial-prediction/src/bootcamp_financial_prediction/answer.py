@@ -48,7 +48,10 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer of hundreds of digits: not an amount
+            return None
     elif isinstance(value, str):
         text = value.strip().replace(",", "").replace("_", "")
         negative = text.startswith("(") and text.endswith(")")  # accountants write (1,234) for -1234

@@ -50,7 +50,7 @@ def _statements(parameters: Any) -> ParsedStatements:
     if isinstance(parameters, str):  # arguments that reached us still JSON-encoded
         try:
             parameters = json.loads(parameters)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ToolInputError('arguments are not valid JSON; pass {"statements": {"revenue": ..., ...}}') from None
     if not isinstance(parameters, Mapping) or "statements" not in parameters:
         raise ToolInputError('pass {"statements": {"revenue": ..., ...}} with line-item keys and amounts')
@@ -61,7 +61,7 @@ def _statements(parameters: Any) -> ParsedStatements:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ToolInputError("statements is not a JSON object") from None
     parsed = read_statements(value)
     if parsed is None:
