@@ -103,8 +103,10 @@ def _number(value: Any, name: str) -> float:
         raise DesignError(f"{name} must be a number, got {type(value).__name__}")
     try:
         number = float(value)
-    except (ValueError, OverflowError):  # OverflowError: an integer of hundreds of digits
-        raise DesignError(f"{name} must be a finite number, got {str(value)[:40]!r}") from None
+    except ValueError:
+        raise DesignError(f"{name} must be a number, got {value!r}") from None
+    except OverflowError:  # an integer of hundreds of digits
+        raise DesignError(f"{name} must be a finite number, got an integer of {len(str(value))} digits") from None
     if not math.isfinite(number):
         raise DesignError(f"{name} must be a finite number, got {value!r}")
     return number
