@@ -161,6 +161,7 @@ def test_leaves_the_global_random_module_alone(monkeypatch: pytest.MonkeyPatch) 
         ("call", 999, "takes no amount"),
         ("dance", None, "unknown action 'dance'"),
         (7, None, "action must be a string"),
+        ("raise", "9" * 5000, r"whole number of chips, got '9999.*\.\.\.9*'$"),  # echoed, but cut short
     ],
 )
 def test_illegal_actions_are_refused_and_change_nothing(action: object, amount: object, message: str) -> None:

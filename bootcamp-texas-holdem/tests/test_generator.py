@@ -13,7 +13,7 @@ import yaml
 from bootcamp_core import ConfigError
 from bootcamp_core.plugins import Registry
 from bootcamp_texas_holdem.bots import STYLES
-from bootcamp_texas_holdem.game import MATCH_OVER, MatchSettings
+from bootcamp_texas_holdem.game import MATCH_OVER, Match, MatchSettings, match_score
 from bootcamp_texas_holdem.generator import HeadsUpGenerator
 
 DEFAULT = yaml.safe_load((resources.files("bootcamp_texas_holdem") / "configs" / "default.yaml").read_text())
@@ -52,7 +52,8 @@ def test_draws_only_from_the_rng_passed_in(monkeypatch: pytest.MonkeyPatch) -> N
 def test_identity_is_a_valid_match_and_survives_json() -> None:
     for identity, _ in draws(HeadsUpGenerator(hands=6, duplicate=True, big_blind=200, small_blind=100), 3, 50):
         settings = MatchSettings.from_identity(identity)
-        assert (settings.hands, settings.duplicate, settings.big_blind, settings.small_blind) == (6, True, 200, 100)
+        assert (settings.hands, settings.par, settings.big_blind, settings.small_blind) == (6, "strong", 200, 100)
+        assert settings.duplicate is False  # a model never plays mirrored seats: it would see the opponent's cards
         assert settings.score_scale == 5 * 200 * 6
         assert json.loads(json.dumps(identity, allow_nan=False)) == identity
         assert 0 <= identity["seed"] < 2**48
@@ -81,8 +82,24 @@ def test_prompt_states_rules_opponent_format_and_hides_the_seed() -> None:
     _, hidden = draws(HeadsUpGenerator(opponents="strong", reveal_opponent=False), 3, 1)[0]
     assert "whose playing style you are not told" in hidden
     assert not any(description in hidden for description in STYLES.values())
-    assert "duplicate format" in draws(HeadsUpGenerator(duplicate=True), 3, 1)[0][1]
-    assert "duplicate format" not in prompt
+    assert "Duplicate scoring" in draws(HeadsUpGenerator(duplicate=True), 3, 1)[0][1]
+    assert "Duplicate scoring" not in prompt
+
+
+def test_duplicate_scoring_never_shows_the_model_its_opponents_cards_and_cancels_luck() -> None:
+    """Each deal is dealt to the model once; the par's hidden match on the same deals sets the zero of the score."""
+    identity, _ = draws(HeadsUpGenerator(duplicate=True, opponents="random", hands=6), 5, 1)[0]
+    match = Match(MatchSettings.from_identity(identity))
+    while not match.over:
+        match.play(("check_call", None))
+    hero_cards = {tuple(hand.holes[hand.hero]) for hand in match.finished}
+    opponent_cards = {tuple(hand.holes[1 - hand.hero]) for hand in match.finished}
+    assert len(match.finished) == 6 and not hero_cards & opponent_cards  # no deal comes back with seats swapped
+    par = match.par_chips()
+    again = Match(MatchSettings.from_identity(identity))
+    assert again.par_chips() == par  # deterministic: the same deals and bot streams
+    assert match.score() == match_score(match.chips_won - par, match.settings.score_scale)
+    assert match.score() != match_score(match.chips_won, match.settings.score_scale) or par == 0
 
 
 def test_default_groups() -> None:
@@ -94,7 +111,8 @@ def test_default_groups() -> None:
         for identity, _ in draws(generator, 1, 10):
             assert identity["hands"] == 10
             assert identity["reveal_opponent"] == (name != "unknown_opponent")
-            assert identity["duplicate"] == (name == "vs_strong_duplicate")
+            assert identity["duplicate"] is False
+            assert identity["par"] == ("strong" if name == "vs_strong_duplicate" else None)
 
 
 def test_component_attributes_resolve_within_the_bootcamp(registry: Registry) -> None:
@@ -109,7 +127,8 @@ def test_component_attributes_resolve_within_the_bootcamp(registry: Registry) ->
     ("config", "message"),
     [
         ({"hands": 0}, "hands must be between"),
-        ({"hands": 5, "duplicate": True}, "even number"),
+        ({"duplicate": True, "par": "nobody"}, "unknown par style"),
+        ({"duplicate": "yes"}, "duplicate must be true or false"),
         ({"hands": "ten"}, "hands must be an integer"),
         ({"small_blind": 100, "big_blind": 50}, "small_blind <= big_blind"),
         ({"starting_stack": 50}, "must exceed the big blind"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+import reprlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -88,6 +89,10 @@ class MatchSettings:
     opponent: str = "random"
     reveal_opponent: bool = True
     score_scale: float = 5_000.0
+    # duplicate scoring for a model: a bot of this style plays the same deals from the hero's seat against the same
+    # opponent in a match the model never sees, and the score counts the hero's chips minus the par's. (Mirroring
+    # the seats within one match, ``duplicate``, is for bots only: a model would see its opponent's cards.)
+    par: str | None = None
 
     @classmethod
     def from_identity(cls, identity: Any) -> MatchSettings:
@@ -125,6 +130,8 @@ class MatchSettings:
             )
         if values["opponent"] not in STYLES:
             raise SettingsError(f"unknown opponent style {values['opponent']!r}; choose from {', '.join(STYLES)}")
+        if values["par"] is not None and values["par"] not in STYLES:
+            raise SettingsError(f"unknown par style {values['par']!r}; choose from {', '.join(STYLES)}")
         return cls(**values)
 
 
@@ -206,6 +213,7 @@ class Match:
         self.illegal = 0  # the hero's refused ones
         self.hand: _Hand | None = None
         self.pending: list[str] = []  # what happened since the last report
+        self._par_chips: int | None = None
         with _global_random_kept():
             self._start_hand()
             self._advance()
@@ -239,9 +247,22 @@ class Match:
             rest.play(("fold", None) if decision.to_call and decision.can_fold else ("check_call", None))
         return rest.chips_won
 
+    def par_chips(self) -> int:
+        """With ``par``: the chips the par bot wins on the same deals from the hero's seat (0 without one)."""
+        if self.settings.par is None:
+            return 0
+        if self._par_chips is None:
+            rival = Match(attrs.evolve(self.settings, par=None))
+            player, rng = make_bot(self.settings.par), random.Random(f"holdem:{self.settings.seed}:par")
+            while not rival.over:
+                rival.play(player.decide(rival.hero_decision(), rng))
+            self._par_chips = rival.chips_won
+        return self._par_chips
+
     def score(self) -> float:
-        """The match score in [0, 1] from the chips won, counting any unplayed part as folded."""
-        return match_score(self.forfeit_chips(), self.settings.score_scale)
+        """The match score in [0, 1] from the chips won (minus the par's, with duplicate scoring), counting any
+        unplayed part as folded."""
+        return match_score(self.forfeit_chips() - self.par_chips(), self.settings.score_scale)
 
     # ----------------------------------------------------------------------------------------- the hero
     def act(self, action: Any, amount: Any = None) -> str:
@@ -270,11 +291,11 @@ class Match:
     def _resolve(self, decision: Decision, action: Any, amount: Any) -> tuple[str, int | None]:
         """The pokerkit move for the hero's action, or :class:`IllegalAction` saying why not."""
         if not isinstance(action, str):
-            raise IllegalAction(f"action must be a string, one of {', '.join(ACTIONS)}; got {action!r}")
+            raise IllegalAction(f"action must be a string, one of {', '.join(ACTIONS)}; got {_shown(action)}")
         name = action.strip().lower().replace("-", "_").replace(" ", "_")
         name = {"allin": "all_in", "shove": "all_in", "jam": "all_in", "push": "all_in"}.get(name, name)
         if name not in ACTIONS:
-            raise IllegalAction(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
+            raise IllegalAction(f"unknown action {_shown(action)}; use one of {', '.join(ACTIONS)}")
         value = _chips(amount)
         can_raise = decision.min_raise_to is not None
         # A call or all-in may name what it puts in (the added chips or the street total), as long as it is exact.
@@ -282,7 +303,7 @@ class Match:
             decision.to_call, decision.my_bet + decision.to_call)
         names_its_cost = name in ("call", "all_in") and value in cost
         if name in ("fold", "check", "call", "all_in") and value is not None and not names_its_cost:
-            raise IllegalAction(f"{name} takes no amount (got {amount!r}); to put in a chosen amount, bet or raise")
+            raise IllegalAction(f"{name} takes no amount (got {_shown(amount)}); to put in a chosen amount, bet or raise")
         if name == "fold":
             if not decision.to_call:
                 raise IllegalAction("there is nothing to call, so you cannot fold: check instead (it is free)")
@@ -312,7 +333,7 @@ class Match:
         if value is None:
             raise IllegalAction(
                 f"{name} needs an amount: your total bet on this street, from {decision.min_raise_to} to "
-                f"{decision.max_raise_to}" + (f" (got {amount!r})" if amount is not None else "")
+                f"{decision.max_raise_to}" + (f" (got {_shown(amount)})" if amount is not None else "")
             )
         if not decision.min_raise_to <= value <= decision.max_raise_to:  # type: ignore[operator]
             raise IllegalAction(
@@ -599,17 +620,22 @@ def _chips(amount: Any) -> int | None:
     if amount is None:
         return None
     if isinstance(amount, bool):
-        raise IllegalAction(f"amount must be a whole number of chips, got {amount!r}")
+        raise IllegalAction(f"amount must be a whole number of chips, got {_shown(amount)}")
     if isinstance(amount, str):
         text = amount.strip().replace(",", "").replace("_", "")
         try:
             amount = float(text) if any(mark in text for mark in ".eE") else int(text)
         except ValueError:
-            raise IllegalAction(f"amount must be a whole number of chips, got {amount!r}") from None
+            raise IllegalAction(f"amount must be a whole number of chips, got {_shown(amount)}") from None
     if isinstance(amount, float):
         if not (math.isfinite(amount) and amount == int(amount)):
-            raise IllegalAction(f"amount must be a whole number of chips, got {amount!r}")
+            raise IllegalAction(f"amount must be a whole number of chips, got {_shown(amount)}")
         return int(amount)
     if isinstance(amount, int):
         return amount
     raise IllegalAction(f"amount must be a whole number of chips, got {type(amount).__name__}")
+
+
+def _shown(value: Any) -> str:
+    """A model's argument echoed back, cut short: a 5,000-character amount must not flood its context."""
+    return reprlib.repr(value)

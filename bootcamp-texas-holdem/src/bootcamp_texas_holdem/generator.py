@@ -18,6 +18,7 @@ DEFAULTS: dict[str, Any] = {
     "big_blind": 100,
     "starting_stack": 20_000,
     "opponents": {style: 1 for style in STYLES},
+    "par": "strong",
     "reveal_opponent": True,
     "score_scale_bb_per_hand": 5,
 }
@@ -66,7 +67,13 @@ class HeadsUpGenerator(TaskGenerator):
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
             raise ConfigError(f"score_scale_bb_per_hand must be a positive number, got {scale!r}")
         self.template = {key: settings[key] for key in
-                         ("hands", "duplicate", "small_blind", "big_blind", "starting_stack", "reveal_opponent")}
+                         ("hands", "small_blind", "big_blind", "starting_stack", "reveal_opponent")}
+        if not isinstance(settings["duplicate"], bool):
+            raise ConfigError(f"duplicate must be true or false, got {settings['duplicate']!r}")
+        # Duplicate for a model is duplicate *scoring*: mirroring the seats within its own match would show it the
+        # opponent's cards of the previous hand. The par plays the same deals from the model's seat, unseen.
+        self.template["duplicate"] = False
+        self.template["par"] = settings["par"] if settings["duplicate"] else None
         try:  # every rule of a match is checked once here, so a bad group fails before generation starts
             MatchSettings.from_identity({**self.template, "seed": 0, "opponent": self.opponents[0][0]})
         except ValueError as error:
@@ -92,8 +99,9 @@ class HeadsUpGenerator(TaskGenerator):
         opponent = (STYLES[settings.opponent] if settings.reveal_opponent
                     else "a bot whose playing style you are not told")
         duplicate = (
-            " The match is played in duplicate format: each deal is played twice, once from each seat, so hands 1 "
-            "and 2 have the same cards with the seats swapped, and so on." if settings.duplicate else ""
+            " Duplicate scoring: the same deals are also played, in a separate match you do not see, by a reference "
+            "player from your seat against the same opponent; your score is your chips minus the reference "
+            "player's, so the luck of the cards largely cancels." if settings.par else ""
         )
         return (
             f"You are playing a match of {settings.hands} hands of heads-up no-limit Texas hold'em against "
@@ -113,7 +121,9 @@ class HeadsUpGenerator(TaskGenerator):
             "a hand is over and your next decision. An illegal action changes nothing; the output lists your legal "
             "actions. This episode owns exactly one match: it cannot be restarted or redealt.\n\n"
             "Your goal is to win as many chips as possible over the whole match; your score is the chips you won "
-            "(hands left unplayed count as folded). Start with `table`, call `act` once per decision, and keep "
+            "(hands left unplayed count as folded)"
+            + (", compared with the reference player's" if settings.par else "")
+            + ". Start with `table`, call `act` once per decision, and keep "
             f'playing until the tool output says "{MATCH_OVER}". Then reply with one line summarising the result, '
             "e.g. `Result: +1250 chips`."
         )
