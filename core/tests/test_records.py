@@ -351,3 +351,30 @@ def test_unknown_error_type_is_rejected():
     data["error_type"] = "network"
     with pytest.raises(ValueError, match="error_type"):
         EpisodeResult.from_dict(data)
+
+
+def test_parquet_written_by_other_tools_reads_back(tmp_path: Path):
+    """verl's export writes map columns as structs (every tool of a mixed dataset in every row, the record's own in
+    tool_selection) and versions as JSON text: every reader accepts that form too."""
+    identity = json.dumps({"expression": "1 + 2", "expected_result": 3})
+    row = {
+        "data_source": "bootcamp/example",
+        "agent_name": "bootcamp_agent",
+        "prompt": [{"role": "user", "content": "Compute 1 + 2."}],
+        "reward_model": {"ground_truth": identity, "style": "rule"},
+        "extra_info": {
+            "index": 0, "split": "train", "generator_name": "g", "need_tools_kwargs": True,
+            "tools_kwargs": {"calculator": {"create_kwargs": {"identity": identity}},
+                             "other": {"create_kwargs": {"identity": identity}}},
+            "tool_selection": ["calculator"],
+            "bootcamp": {"generator": "example/arithmetic", "tools": ["example/calculator"], "interaction": None,
+                         "reward": "example/arithmetic", "versions": json.dumps({"bootcamp-example": "0.1.0"})},
+        },
+    }
+    path = tmp_path / "exported.parquet"
+    pq.write_table(pa.Table.from_pylist([row]), path)
+    [record] = list(read_records(path))
+    sample = GeneratedSample.from_record(record)
+    assert sample.tools == ("example/calculator",) and sample.tool_names == ("calculator",)
+    assert sample.versions == {"bootcamp-example": "0.1.0"}
+    assert sample.identity == {"expression": "1 + 2", "expected_result": 3}

@@ -200,10 +200,19 @@ def record_to_row(record: dict) -> dict:
     }
 
 
+def _pairs(value: Any) -> dict:
+    """A map column as we write it (a list of pairs), or as other writers do (a struct, or JSON text): a dict."""
+    if not value:
+        return {}
+    if isinstance(value, str):
+        value = json.loads(value)
+    return dict(value.items() if isinstance(value, dict) else value)
+
+
 def row_to_record(row: dict) -> dict:
     """Inverse of :func:`record_to_row`."""
     extra = dict(row["extra_info"] or {})
-    extra["tools_kwargs"] = {name: value for name, value in extra.get("tools_kwargs") or []}
+    extra["tools_kwargs"] = _pairs(extra.get("tools_kwargs"))
     if extra.get("interaction_kwargs") is None:
         extra.pop("interaction_kwargs", None)
         order = ["index", "split", "generator_name", "tools_kwargs", "need_tools_kwargs", "bootcamp"]
@@ -213,12 +222,14 @@ def row_to_record(row: dict) -> dict:
     if bootcamp is None:
         extra.pop("bootcamp", None)
     else:
-        bootcamp["versions"] = dict(bootcamp.get("versions") or [])
+        bootcamp["versions"] = _pairs(bootcamp.get("versions"))
     record = {
         "data_source": row["data_source"],
         "prompt": [_message_from_parquet(message) for message in row["prompt"]],
         "reward_model": row["reward_model"],
-        "extra_info": {key: extra[key] for key in order if key in extra},
+        # our keys in our order, then whatever other writers added (verl's tool_selection)
+        "extra_info": {**{key: extra[key] for key in order if key in extra},
+                       **{key: value for key, value in extra.items() if key not in order}},
     }
     return normalize_record(record)
 

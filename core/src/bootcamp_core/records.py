@@ -123,11 +123,22 @@ class GeneratedSample:
             generator=bootcamp["generator"],
             reward=bootcamp["reward"],
             tools=bootcamp.get("tools") or (),
-            tool_names=tuple((extra.get("tools_kwargs") or {}).keys()),
+            # a verl export fills every tool of a mixed dataset into tools_kwargs and names the record's own tools
+            # in tool_selection
+            tool_names=tuple(extra.get("tool_selection") or (extra.get("tools_kwargs") or {}).keys()),
             interaction=bootcamp.get("interaction"),
-            versions=bootcamp.get("versions") or {},
+            versions=_versions(bootcamp.get("versions")),
             style=record["reward_model"].get("style", "rule"),
         )
+
+
+def _versions(value: Any) -> dict:
+    if isinstance(value, str):  # JSON text, as verl's parquet export writes it
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return dict(value) if isinstance(value, dict) else {}
 
 
 @attrs.define(kw_only=True)
