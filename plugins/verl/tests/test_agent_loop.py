@@ -155,5 +155,65 @@ def test_rows_of_other_data_run_as_verls_loop_with_the_same_keys(dataset_rows, r
 
     assert output.extra_fields["tool_rewards"] == [0.0]
     assert output.extra_fields["turn_scores"] == []  # no interaction without a bootcamp
-    assert {key: output.extra_fields[key] for key in ("output", "messages", "tool_scores", "finish_reason")} == {
-        "output": "", "messages": [], "tool_scores": {}, "finish_reason": ""}
+    assert {key: output.extra_fields[key] for key in ("output", "messages", "tool_scores", "finish_reason",
+                                                      "bootcamp_error")} == {
+        "output": "", "messages": [], "tool_scores": {}, "finish_reason": "", "bootcamp_error": 0}
+
+
+def test_a_failed_open_runs_no_model_turn_and_is_not_trained_on(dataset_rows, run_loop, load_tools, scripted_server,
+                                                                 monkeypatch):
+    from bootcamp_core.errors import InfrastructureError
+
+    row = rows_of(dataset_rows, "bootcamp/mini")[0]
+    tools = load_tools()
+
+    async def unreachable(instance_id, identity):
+        raise InfrastructureError("cannot connect to the tool server")
+
+    monkeypatch.setattr(tools["counter"], "open_episode", unreachable)
+    server = scripted_server(["done"])
+
+    _, output = run_loop("bootcamp_agent", server, list(tools.values()), row)
+
+    assert server.prompts == []  # no model turn for an episode that never opened
+    assert output.response_mask and set(output.response_mask) == {0}
+    assert len(output.response_ids) == len(output.response_mask)
+    extra = output.extra_fields
+    assert extra["bootcamp_error"] == 1 and extra["finish_reason"] == "error"
+    assert "cannot connect" in extra["infrastructure_error"] and extra["tool_scores"] == {}
+    result = reward_of(row, output)
+    assert result["score"] == 0.0 and result["bootcamp_error"] == 1.0
+
+
+def test_a_tool_failing_mid_episode_masks_the_whole_trajectory(dataset_rows, run_loop, load_tools, scripted_server,
+                                                               call, monkeypatch):
+    from bootcamp_core.errors import InfrastructureError
+
+    row = rows_of(dataset_rows, "bootcamp/mini")[0]
+    tools = load_tools()
+    counter = tools["counter"].tool
+    calls = []
+    real_execute = counter.execute
+
+    async def flaky(instance_id, parameters, **kwargs):
+        calls.append(parameters)
+        if len(calls) > 1:
+            raise InfrastructureError("the tool server went away")
+        return await real_execute(instance_id, parameters, **kwargs)
+
+    monkeypatch.setattr(counter, "execute", flaky)
+    steps = call("counter", {"steps": "[1]"})
+
+    _, output = run_loop("bootcamp_agent", scripted_server([steps, steps, "done"]), list(tools.values()), row)
+
+    assert len(calls) == 2
+    assert output.extra_fields["bootcamp_error"] == 1 and output.extra_fields["finish_reason"] == "error"
+    assert output.response_mask and set(output.response_mask) == {0}  # the model's turns too: no gradient
+
+
+def test_a_finished_episode_is_trained_on_and_not_marked(dataset_rows, run_loop, load_tools, scripted_server):
+    row = rows_of(dataset_rows, "bootcamp/mini")[0]
+
+    _, output = run_loop("bootcamp_agent", scripted_server(["done"]), list(load_tools().values()), row)
+
+    assert output.extra_fields["bootcamp_error"] == 0 and 1 in output.response_mask

@@ -57,6 +57,9 @@ def test_export_points_every_tool_at_the_server(remote_export, server):
     assert {entry["config"]["tool_id"]: entry["config"]["url"] for entry in entries} == {
         "example/calculator": server, "mini/counter": server}
     assert all(entry["config"]["type"] == "native" for entry in entries)  # verl's loader accepts nothing else
+    # the server's parallel_safe travels in the config (the function schema has no place for it)
+    assert {entry["config"]["tool_id"]: entry["config"]["parallel_safe"] for entry in entries} == {
+        "example/calculator": True, "mini/counter": False}
 
 
 def test_an_episode_runs_on_served_tools(server, remote_export, dataset_rows, make_loop, scripted_server, call):
@@ -101,14 +104,15 @@ def test_served_state_survives_verls_stock_loop_and_is_reaped(server, remote_exp
         return held, released
 
     held, released = asyncio.run(episode())
-    # every call counted on from the calls before, whose state lives in the server's worker; the two calls of the
-    # first turn ran at once (verl's max_parallel_calls), one of them waiting for the other's create
+    # every call counted on from the calls before, whose state lives in the server's worker; verl started the two
+    # calls of the first turn at once (max_parallel_calls), and the adapter ran them one after the other in call
+    # order (counter is not parallel_safe), the second also waiting for the first's create
     assert "tool\ncount=2<|im_end|>" in model.prompts[1] and "tool\ncount=4<|im_end|>" in model.prompts[1]
     assert "tool\ncount=6<|im_end|>" in model.prompts[2]
     assert held == 1 and len(released) == 1 and served_instances(server) == 0
 
 
-def test_a_tool_server_that_cannot_be_reached_fails_the_episode_unrewarded(remote_export, dataset_rows, make_loop,
+def test_a_tool_server_that_cannot_be_reached_fails_the_episode_untrained(remote_export, dataset_rows, make_loop,
                                                                            scripted_server, call):
     from verl.tools.tool_registry import initialize_tools_from_config
 
@@ -120,17 +124,21 @@ def test_a_tool_server_that_cannot_be_reached_fails_the_episode_unrewarded(remot
     tools = initialize_tools_from_config(str(path))
     row = next(row for row in dataset_rows if row["data_source"] == "bootcamp/mini")
 
-    async def episode():
-        loop = make_loop("bootcamp_agent", scripted_server([call("counter", {"steps": "[1]"}), "done"]), tools)
+    async def episode(model):
+        loop = make_loop("bootcamp_agent", model, tools)
         output = await loop.run({"temperature": 1.0}, **{k: v for k, v in row.items() if k != "agent_name"})
         for tool in tools:
             await tool.tool.client.aclose()
         return output
 
-    output = asyncio.run(episode())
+    model = scripted_server([call("counter", {"steps": "[1]"}), "done"])
+    output = asyncio.run(episode(model))
     extra = output.extra_fields
     assert extra["finish_reason"] == "error" and "cannot connect" in extra["infrastructure_error"]
-    assert extra["tool_scores"] == {}
+    assert extra["tool_scores"] == {} and extra["bootcamp_error"] == 1
+    # the tools could not be opened: no model turn ran, and nothing of the trajectory is trained on
+    assert model.prompts == []
+    assert output.response_mask and set(output.response_mask) == {0}
     reward = compute_score(row["data_source"], "done", row["reward_model"]["ground_truth"],
                            {**row["extra_info"], **extra})
     assert reward["score"] == 0.0 and reward["bootcamp_error"] == 1.0

@@ -32,7 +32,8 @@ def test_right_and_wrong_answers_from_the_whole_response(compute_score, example_
     right = compute_score("bootcamp/example", answer(identity["expected_result"]), identity, extra)
     wrong = compute_score("bootcamp/example", answer(identity["expected_result"] + 7), identity, extra)
     assert right == {"score": 1.0, "bootcamp_answered": 1.0, "bootcamp_tool_calls": 0.0,
-                     "bootcamp_tool_reward": 0.0, "bootcamp_error": 0.0}
+                     "bootcamp_tool_reward": 0.0, "bootcamp_error": 0.0,
+                     "bootcamp_fallback": 1.0}  # no episode from our agent loop: judged on the whole response
     assert wrong["score"] == 0.0 and wrong["bootcamp_answered"] == 1.0
     assert compute_score("bootcamp/example", "no answer", identity, extra)["bootcamp_answered"] == 0.0
 
@@ -82,3 +83,21 @@ def test_other_data_sources_get_verls_default_with_the_same_keys(compute_score):
     assert tuple(right) == RESULT_KEYS and right["score"] == 1.0 and wrong["score"] == 0.0
     with pytest.raises(NotImplementedError):  # verl's own answer for sources it does not know
         compute_score("somewhere/else", "x", "y")
+
+
+def test_a_row_without_the_loops_episode_is_flagged_as_a_fallback(compute_score, example_record, caplog):
+    import bootcamp_verl.reward
+
+    identity = example_record["reward_model"]["ground_truth"]
+    extra = {**example_record["extra_info"], "bootcamp": {"reward": "example/arithmetic"}}
+    bootcamp_verl.reward._warned.clear()
+    with caplog.at_level("WARNING", logger="bootcamp_verl"):
+        first = compute_score("bootcamp/example", answer(identity["expected_result"]), identity, extra)
+        second = compute_score("bootcamp/example", answer(identity["expected_result"]), identity, extra)
+    # a reward manager that does not merge the loop's extra_fields (dapo, gdpo): judged on solution_str, flagged
+    assert first["score"] == second["score"] == 1.0 and first["bootcamp_fallback"] == 1.0
+    warnings = [record.getMessage() for record in caplog.records if "bootcamp_fallback" in record.getMessage()]
+    assert len(warnings) == 1 and "reward manager" in warnings[0]
+    merged = {**extra, "messages": [{"role": "assistant", "content": answer(identity["expected_result"])}],
+              "tool_rewards": [], "turn_scores": []}
+    assert compute_score("bootcamp/example", "", identity, merged)["bootcamp_fallback"] == 0.0

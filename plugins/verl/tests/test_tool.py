@@ -181,3 +181,53 @@ def test_verls_loader_takes_only_native_tools_so_a_served_tool_is_native_with_a_
     assert isinstance(served.tool, RemoteTool) and served.name == "calculator"
     # built directly, the spelling of `bootcamp eval --tool-config` works too; neither touches the network
     assert isinstance(BootcampTool(dict(entry["config"], type="remote")).tool, RemoteTool)
+
+
+def test_calls_of_a_tool_that_is_not_parallel_safe_run_one_at_a_time(monkeypatch):
+    """verl's stock loop runs the calls of one turn concurrently; one trajectory's instance gets them in turn."""
+    tool = BootcampTool({"type": "native", "tool_id": "mini/counter"})
+    assert tool.parallel_safe is False
+    running, overlapped = [], []
+    real_execute = tool.tool.execute
+
+    async def slow(instance_id, parameters, **kwargs):
+        running.append(instance_id)
+        overlapped.append(len(running) > 1)
+        await asyncio.sleep(0.05)
+        result = await real_execute(instance_id, parameters, **kwargs)
+        running.remove(instance_id)
+        return result
+
+    monkeypatch.setattr(tool.tool, "execute", slow)
+    data = agent_data({"counter": {"create_kwargs": {"identity": json.dumps({"target": 3})}}})
+
+    async def turn():
+        return await asyncio.gather(*(one_call(tool, {"steps": [step]}, data) for step in (1, 2)))
+
+    results = asyncio.run(turn())
+    assert overlapped == [False, False]
+    assert [response.text for response, _, _ in results] == ["count=1", "count=3"]  # in call order
+
+    # a parallel_safe tool is not held back
+    tool.parallel_safe = True
+    overlapped.clear()
+    asyncio.run(turn())
+    assert overlapped == [False, True]
+
+
+@pytest.mark.parametrize("with_schema", [True, False])
+def test_a_served_tool_is_stopped_by_the_server_at_the_tool_timeout(with_schema):
+    from verl.tools.schemas import OpenAIFunctionToolSchema
+
+    from bootcamp_verl.schemas import verl_schema
+
+    schema = None
+    if with_schema:
+        cls = get_registry().get_class("tool", "mini/counter")
+        schema = OpenAIFunctionToolSchema.model_validate(
+            verl_schema("mini/counter", cls.openai_schema()["function"]).schema)
+    tool = BootcampTool({"type": "native", "tool_id": "mini/counter", "url": "http://127.0.0.1:9",
+                         "tool_timeout_s": 7, "parallel_safe": True}, schema)
+    assert tool.tool.call_timeout_s == 7.0
+    if with_schema:  # the tool config carries parallel_safe, which the function schema cannot
+        assert tool.parallel_safe is True

@@ -19,8 +19,12 @@ For a row with ``extra_info.bootcamp`` (every exported row) the loop follows DES
   turn run concurrently only when every tool called is ``parallel_safe``;
 - at the end every tool's ``calc_reward`` fills ``tool_scores``, and ``extra_fields`` (merged into the reward's
   ``extra_info`` by verl) carries what the reward sees: ``output`` (the last assistant message's text),
-  ``messages`` (OpenAI format), ``tool_rewards``, ``tool_scores``, ``turn_scores``, plus ``finish_reason`` and
-  ``infrastructure_error``.
+  ``messages`` (OpenAI format), ``tool_rewards``, ``tool_scores``, ``turn_scores``, plus ``finish_reason``,
+  ``infrastructure_error`` and ``bootcamp_error``;
+- an infrastructure failure (a tool server down, a failing ``create`` or interaction) is not trained on: the
+  trajectory's ``response_mask`` is all 0, so it contributes no gradient, and ``extra_fields["bootcamp_error"]`` is 1
+  (the reward scores it 0 with the metric ``bootcamp_error`` 1). When opening the episode fails no model turn runs;
+  the response is one masked end-of-sequence token.
 
 Rows without ``extra_info.bootcamp`` run as in ``ToolAgentLoop`` and get the same ``extra_fields`` keys (empty), so
 batches mixing both keep one set of keys, as verl requires.
@@ -53,6 +57,7 @@ logger = logging.getLogger("bootcamp_verl")
 #: The keys this loop adds to ``extra_fields`` (beside verl's ``tool_rewards`` and ``turn_scores``).
 EXTRA_FIELD_DEFAULTS: dict[str, Any] = {
     "output": "", "messages": [], "tool_scores": {}, "finish_reason": "", "infrastructure_error": None,
+    "bootcamp_error": 0,
 }
 
 
@@ -181,6 +186,8 @@ class BootcampAgentLoop(ToolAgentLoop):
             await asyncio.shield(self._close(episode))
         messages = self.openai_messages(self._agent_data.messages) if self._agent_data is not None else []
         last = next((message for message in reversed(messages) if message.get("role") == "assistant"), None)
+        if episode.error is not None:  # not the model's doing: the sample must contribute no gradient
+            output.response_mask = [0] * len(output.response_mask)
         output.extra_fields.update({
             "output": message_text(last.get("content")) if last else "",
             "messages": messages,
@@ -188,6 +195,7 @@ class BootcampAgentLoop(ToolAgentLoop):
             "tool_scores": tool_scores if episode.error is None else {},
             "finish_reason": episode.finish_reason,
             "infrastructure_error": episode.error,
+            "bootcamp_error": int(episode.error is not None),
         })
         return output
 
@@ -202,7 +210,25 @@ class BootcampAgentLoop(ToolAgentLoop):
             agent_data._active_tool_schemas = [
                 tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True) for tool in episode.tools.values()
             ]
-        return await super()._handle_pending_state(agent_data, sampling_params)
+        state = await super()._handle_pending_state(agent_data, sampling_params)
+        if episode is not None and episode.error is not None:
+            # opening the episode failed: no model turn. One masked token keeps the response non-empty (verl's output
+            # takes the response as the last len(response_mask) prompt ids).
+            agent_data.prompt_ids = list(agent_data.prompt_ids) + [self._filler_token_id()]
+            agent_data.response_mask = [0]
+            if agent_data.response_logprobs:
+                agent_data.response_logprobs = [0.0]
+            return AgentState.TERMINATED
+        return state
+
+    def _filler_token_id(self) -> int:
+        for name in ("eos_token_id", "pad_token_id"):
+            token_id = getattr(self.tokenizer, name, None)
+            if isinstance(token_id, list):
+                token_id = token_id[0] if token_id else None
+            if isinstance(token_id, int):
+                return token_id
+        return 0
 
     async def _handle_generating_state(self, agent_data: AgentData, sampling_params: dict[str, Any],
                                        ignore_termination: bool = False) -> AgentState:

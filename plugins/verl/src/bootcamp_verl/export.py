@@ -142,8 +142,10 @@ def _check_inputs(paths: Sequence[Path]) -> None:
         stems[path.stem] = path
 
 
-def _tool_schemas(tool_ids: dict[str, str], options: ExportOptions, registry: Registry) -> dict[str, dict]:
-    """{tool id: OpenAI function schema}: from the tool server when one is given, else the installed classes."""
+def _tool_schemas(tool_ids: dict[str, str], options: ExportOptions,
+                  registry: Registry) -> tuple[dict[str, dict], dict[str, bool]]:
+    """({tool id: OpenAI function schema}, {tool id: parallel_safe}): from the tool server when one is given, else
+    the installed classes."""
     if options.tool_server:
         import anyio
 
@@ -164,15 +166,18 @@ def _tool_schemas(tool_ids: dict[str, str], options: ExportOptions, registry: Re
         missing = sorted(set(tool_ids) - set(served))
         if missing:
             raise ConfigError(f"the tool server {options.tool_server} does not serve {', '.join(missing)}")
-        return {tool_id: served[tool_id].get("function", served[tool_id]) for tool_id in tool_ids}
+        return ({tool_id: served[tool_id].get("function", served[tool_id]) for tool_id in tool_ids},
+                {tool_id: bool(served[tool_id].get("parallel_safe", False)) for tool_id in tool_ids})
     schemas = {}
+    parallel_safe = {}
     for tool_id, where in tool_ids.items():
         try:
             cls = registry.get_class("tool", tool_id)
         except BootcampError as error:
             raise ConfigError(f"{where}: {error}") from None
         schemas[tool_id] = cls.openai_schema()["function"]
-    return schemas
+        parallel_safe[tool_id] = bool(getattr(cls, "parallel_safe", False))
+    return schemas, parallel_safe
 
 
 @attrs.frozen
@@ -196,7 +201,7 @@ def _survey(paths: Sequence[Path], options: ExportOptions, registry: Registry) -
             for tool_id, name in zip(sample.tools, sample.tool_names):
                 first_seen.setdefault(tool_id, f"{path}: record {position}")
                 names.setdefault(tool_id, name)
-    schemas = _tool_schemas(first_seen, options, registry)
+    schemas, parallel_safe = _tool_schemas(first_seen, options, registry)
     by_name: dict[str, _Tool] = {}
     for tool_id, function in sorted(schemas.items()):
         name = function.get("name") or names[tool_id]
@@ -220,6 +225,8 @@ def _survey(paths: Sequence[Path], options: ExportOptions, registry: Registry) -
         if options.tool_server:
             # verl's loader accepts only type "native"; the url sends the adapter to the server
             config["url"] = options.tool_server
+            # the schema in the tool config does not say it; the adapter needs it to serialize calls
+            config["parallel_safe"] = parallel_safe[tool_id]
         by_name[name] = _Tool(tool_id, name, fitted, config)
     return _Survey(by_name, count, with_interaction)
 

@@ -10,10 +10,14 @@ the agent loop's ``extra_fields``. For a bootcamp row (``data_source`` ``bootcam
 - the identity is the ground truth, an object or its JSON text;
 - what the reward sees (DESIGN.md) comes from the episode :class:`~bootcamp_verl.agent_loop.BootcampAgentLoop` put
   in ``extra_info`` (``messages``, ``tool_rewards``, ``tool_scores``, ``turn_scores``); without it (verl's stock
-  loop) the output is ``solution_str``, with ``tool_rewards`` and ``turn_scores`` as verl gives them;
+  loop, or a reward manager that does not merge the agent loop's ``extra_fields`` into ``extra_info``: in verl 0.9
+  only ``naive``, ``rate_limited`` and ``remote`` do, ``dapo`` and ``gdpo`` do not) the output is ``solution_str``,
+  with ``tool_rewards`` and ``turn_scores`` as verl gives them, the metric ``bootcamp_fallback`` is 1 and a warning is
+  logged once per process;
 - keyword arguments other than verl's own (``reward.custom_reward_function.reward_kwargs``) are verify kwargs;
 - it never raises: a missing reward, a bad ground truth or an infrastructure failure in the episode score 0 with
-  ``bootcamp_error`` 1 (and a warning in the log).
+  ``bootcamp_error`` 1 (and a warning in the log). The agent loop masks a trajectory with an infrastructure
+  failure out of training (its ``response_mask`` is all 0).
 
 Other data sources go to verl's ``default_compute_score``. The result is always a dict with the same keys
 (:data:`RESULT_KEYS`), because verl stacks these metrics across a batch and fails on keys that differ between rows.
@@ -34,14 +38,18 @@ __all__ = ["RESULT_KEYS", "compute_score"]
 logger = logging.getLogger("bootcamp_verl")
 
 #: Every result's keys: the score, then metrics verl logs (means over a batch).
-RESULT_KEYS = ("score", "bootcamp_answered", "bootcamp_tool_calls", "bootcamp_tool_reward", "bootcamp_error")
+RESULT_KEYS = ("score", "bootcamp_answered", "bootcamp_tool_calls", "bootcamp_tool_reward", "bootcamp_error",
+               "bootcamp_fallback")
 #: Keyword arguments verl's reward managers add for their own use: never verify kwargs.
 _VERL_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer", "sandbox_fusion_url",
                           "concurrent_semaphore", "memory_limit_mb"})
 _DATA_SOURCE_PREFIX = "bootcamp/"
+#: Fallback kinds already warned about in this process.
+_warned: set[str] = set()
 
 
-def _result(score: float, *, answered: bool = False, tool_rewards: Iterable[float] = (), error: bool = False) -> dict:
+def _result(score: float, *, answered: bool = False, tool_rewards: Iterable[float] = (), error: bool = False,
+            fallback: bool = False) -> dict:
     rewards = list(tool_rewards)
     return {
         "score": float(score),
@@ -49,7 +57,22 @@ def _result(score: float, *, answered: bool = False, tool_rewards: Iterable[floa
         "bootcamp_tool_calls": float(len(rewards)),
         "bootcamp_tool_reward": float(sum(rewards)),
         "bootcamp_error": float(error),
+        "bootcamp_fallback": float(fallback),
     }
+
+
+def _warn_fallback(data_source: str, extra_info: dict) -> None:
+    """Warn once per process that the reward sees ``solution_str`` instead of the episode's messages."""
+    if "tool_rewards" in extra_info or "turn_scores" in extra_info:
+        kind, why = "stock", "ran under verl's tool_agent loop, not bootcamp_agent (agent_name / default_agent_loop)"
+    else:
+        kind, why = "unmerged", ("carries none of the agent loop's extra_fields: the reward manager does not merge "
+                                 "them into extra_info (in verl 0.9 only naive, rate_limited and remote do)")
+    if kind not in _warned:
+        _warned.add(kind)
+        logger.warning("compute_score for %s: the row %s; the reward judges the decoded response (solution_str) "
+                       "instead of the episode's messages, tool scores and turn scores (metric bootcamp_fallback)",
+                       data_source, why)
 
 
 def _floats(value: Any) -> list[float]:
@@ -85,9 +108,12 @@ def _score(data_source: str, solution_str: str, ground_truth: Any, extra_info: d
     identity = normalize_record({"reward_model": {"ground_truth": ground_truth}})["reward_model"]["ground_truth"]
     if not isinstance(identity, dict):
         raise TypeError(f"{data_source}: the ground truth is not an identity (a JSON object): {str(ground_truth)[:80]!r}")
+    fallback = "messages" not in extra_info
+    if fallback:  # not our agent loop's data: the whole response is all there is
+        _warn_fallback(data_source, extra_info)
     messages = extra_info.get("messages")
     messages = list(messages) if messages is not None and len(messages) else []
-    if not messages:  # not our agent loop: the whole response is all there is
+    if not messages:
         messages = [{"role": "assistant", "content": solution_str or ""}]
     tool_rewards = _floats(extra_info.get("tool_rewards"))
     tool_scores = extra_info.get("tool_scores")
@@ -96,7 +122,8 @@ def _score(data_source: str, solution_str: str, ground_truth: Any, extra_info: d
         reward, identity, messages=messages, tool_rewards=tool_rewards, tool_scores=tool_scores,
         turn_scores=_floats(extra_info.get("turn_scores")), verify_kwargs=verify_kwargs,
     )
-    return _result(score if math.isfinite(score) else 0.0, answered=extracted is not None, tool_rewards=tool_rewards)
+    return _result(score if math.isfinite(score) else 0.0, answered=extracted is not None, tool_rewards=tool_rewards,
+                   fallback=fallback)
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None,

@@ -13,6 +13,8 @@ bootcamp instance per trajectory across those calls:
   released once its ``AgentData`` is gone or it has been idle for ``idle_timeout_s`` (checked at most every few
   seconds during calls, or by :meth:`reap_idle`);
 - verl's older lifecycle (``create(instance_id, **create_kwargs)`` once per trajectory, then ``release``) works too.
+- calls on one trajectory's instance of a tool that is not ``parallel_safe`` run one at a time, in call order (verl's
+  stock loop runs a turn's calls concurrently).
 
 Tool config entry (``tool_config.yaml``, written by ``bootcamp verl export``)::
 
@@ -24,7 +26,9 @@ Tool config entry (``tool_config.yaml``, written by ``bootcamp verl export``)::
         json_parameters: []           # parameters the model passes as JSON text (see bootcamp_verl.schemas)
         url: http://host:8000         # optional: the tool runs on this tool server (token: BOOTCAMP_TOKEN)
         idle_timeout_s: 1800          # optional: stock-loop instances unused this long are released
-        tool_timeout_s: 60            # optional: one call's limit, as ``bootcamp eval --tool-timeout``
+        tool_timeout_s: 60            # optional: one call's limit, as ``bootcamp eval --tool-timeout``; a served
+                                      #   tool's server stops the call at the same limit
+        parallel_safe: false          # served tools: the server's parallel_safe (export writes it)
       tool_schema: {type: function, function: {name: ..., description: ..., parameters: ...}}
 
 Errors read like ``bootcamp eval``'s: a raising, slow or misused tool answers ``Error: ...`` (the model's mistake);
@@ -113,7 +117,8 @@ class BootcampTool(BaseTool):
                               f"{', '.join(sorted(map(str, config))) or 'nothing'}")
         self.config = config
         self.tool_id = tool_id
-        self.tool = self._bootcamp_tool(tool_id, config, tool_schema)
+        self.tool_timeout_s = float(config.get("tool_timeout_s", DEFAULT_TOOL_TIMEOUT_S))
+        self.tool = self._bootcamp_tool(tool_id, config, tool_schema, self.tool_timeout_s)
         if tool_schema is None:
             tool_schema = OpenAIFunctionToolSchema.model_validate(
                 verl_schema(tool_id, type(self.tool).openai_schema()["function"]).schema
@@ -127,10 +132,12 @@ class BootcampTool(BaseTool):
             )
         self.json_parameters = frozenset(config.get("json_parameters") or ())
         self.idle_timeout_s = float(config.get("idle_timeout_s", DEFAULT_IDLE_TIMEOUT_S))
-        self.tool_timeout_s = float(config.get("tool_timeout_s", DEFAULT_TOOL_TIMEOUT_S))
         if not (self.idle_timeout_s > 0 and self.tool_timeout_s > 0):
             raise ConfigError(f"tool {tool_id}: idle_timeout_s and tool_timeout_s must be positive")
         self.parallel_safe = bool(getattr(self.tool, "parallel_safe", False))
+        #: per trajectory instance: calls of a tool that is not parallel_safe run one at a time (verl's stock loop
+        #: runs the calls of one turn concurrently)
+        self._locks: dict[str, asyncio.Lock] = {}
         self._episodes: dict[str, _Episode] = {}
         self._calls: dict[str, dict] = {}  # per-call handle (verl 0.9) -> the create kwargs of that call
         #: ids released as idle, newest last (bounded), to warn when such a trajectory comes back
@@ -138,7 +145,8 @@ class BootcampTool(BaseTool):
         self._next_sweep = time.monotonic() + self._sweep_interval()
 
     @staticmethod
-    def _bootcamp_tool(tool_id: str, config: dict, tool_schema: OpenAIFunctionToolSchema | None) -> Any:
+    def _bootcamp_tool(tool_id: str, config: dict, tool_schema: OpenAIFunctionToolSchema | None,
+                       call_timeout_s: float) -> Any:
         if config.get("url") or config.get("type") == "remote":
             from bootcamp_core.remote import remote_tool
 
@@ -150,8 +158,12 @@ class BootcampTool(BaseTool):
             if tool_schema is not None:  # a server of another machine need not have the tool installed here
                 from bootcamp_core.remote import client_for
 
-                return client_for(config["url"], config.get("token")).tool(tool_id, tool_schema.model_dump())
-            return remote_tool(tool_id, {"url": config["url"], "token": config.get("token")})
+                # the server stops a call at the same limit as the adapter (it would otherwise run on)
+                schema = {**tool_schema.model_dump(), "parallel_safe": bool(config.get("parallel_safe", False))}
+                return client_for(config["url"], config.get("token")).tool(tool_id, schema,
+                                                                          call_timeout_s=call_timeout_s)
+            return remote_tool(tool_id, {"url": config["url"], "token": config.get("token"),
+                                         "call_timeout_s": call_timeout_s})
         from bootcamp_core.plugins import get_registry
 
         return get_registry().component("tool", tool_id, config.get("tool_config") or None)
@@ -171,6 +183,7 @@ class BootcampTool(BaseTool):
     async def close_episode(self, instance_id: str) -> None:
         """Release the trajectory's instance (safe to call twice)."""
         episode = self._episodes.pop(instance_id, None)
+        self._locks.pop(instance_id, None)
         if episode is not None:
             await self.tool.release(instance_id)
 
@@ -193,6 +206,7 @@ class BootcampTool(BaseTool):
         ]
         for instance_id in stale:
             self._episodes.pop(instance_id, None)
+            self._locks.pop(instance_id, None)
             self._reaped[instance_id] = None
             while len(self._reaped) > REMEMBERED_REAPED:
                 self._reaped.popitem(last=False)
@@ -252,7 +266,14 @@ class BootcampTool(BaseTool):
         if episode is None:
             raise KeyError(f"{self.tool_id}: no open instance {instance_id!r}; call create first")
         episode.last_used = time.monotonic()
-        text, reward, metrics = await self._run(instance_id, parameters, agent_data)
+        if self.parallel_safe:
+            text, reward, metrics = await self._run(instance_id, parameters, agent_data)
+        else:
+            lock = self._locks.get(instance_id)
+            if lock is None:
+                lock = self._locks[instance_id] = asyncio.Lock()
+            async with lock:  # waiters get it in call order
+                text, reward, metrics = await self._run(instance_id, parameters, agent_data)
         episode.last_used = time.monotonic()
         return ToolResponse(text=text), reward, metrics
 
