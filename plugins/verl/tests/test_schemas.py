@@ -80,3 +80,32 @@ def test_json_text_is_decoded_and_other_values_pass():
         "tags": ["a"], "point": {"x": 1}, "word": "[1]"}
     with pytest.raises(ValueError, match="argument 'tags' must be JSON text"):
         decode_json_parameters({"tags": "[a"}, names)
+
+
+def test_local_references_are_spelled_out_in_the_json_text_schema():
+    parameters = {
+        "type": "object",
+        "$defs": {
+            "Point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}},
+            "Tree": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}},
+        },
+        "properties": {
+            "path": {"type": "array", "items": {"$ref": "#/$defs/Point"}, "description": "Points."},
+            "origin": {"$ref": "#/$defs/Point"},
+            "tree": {"$ref": "#/$defs/Tree"},
+        },
+    }
+    fitted = verl_schema("t/tool", {"name": "tool", "parameters": parameters})
+    properties = fitted.schema["function"]["parameters"]["properties"]
+
+    def schema_of(name):
+        return json.loads(properties[name]["description"].split("JSON Schema: ", 1)[1].removesuffix(")"))
+
+    point = parameters["$defs"]["Point"]
+    assert fitted.json_parameters == ("path", "origin", "tree")
+    assert schema_of("path") == {"type": "array", "items": point}
+    assert schema_of("origin") == point
+    # a recursive reference stays a reference, with the definitions it needs beside it
+    tree = schema_of("tree")
+    assert tree["properties"]["children"]["items"] == {"$ref": "#/$defs/Tree"} and "Tree" in tree["$defs"]
+    assert "$defs" not in fitted.dropped

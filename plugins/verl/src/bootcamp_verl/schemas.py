@@ -4,7 +4,8 @@ verl 0.9 parses a tool's parameters into pydantic models that keep, per paramete
 and ``enum`` (``verl.tools.schemas.OpenAIFunctionPropertySchema``), and at the top only ``type``, ``properties`` and
 ``required``; everything else is dropped without a word. A parameter whose value has structure (``items``,
 ``properties``, ``anyOf`` ...) would reach the model as a bare ``array`` or ``object``. Such a parameter is offered
-as a JSON-text string instead, its schema spelled out in the description, and the adapter decodes it before the
+as a JSON-text string instead, its schema spelled out in the description (local ``$ref``s into ``$defs`` /
+``definitions`` resolved, the definitions kept only for a recursive one), and the adapter decodes it before the
 tool sees it (:func:`decode_json_parameters`). Constraints on plain values (``maxLength``, ``minimum`` ...) are
 dropped by verl too; the tool still checks its arguments, so they are only reported.
 
@@ -55,6 +56,49 @@ def _enum_type(values: list) -> str | list[str]:
     return kinds[0] if len(kinds) == 1 else kinds
 
 
+def _resolve(spec: Any, root: dict, seen: tuple[str, ...] = ()) -> tuple[Any, bool]:
+    """``spec`` with its local references (``#/$defs/...``, ``#/definitions/...``) into ``root`` replaced by their
+    schemas; also whether a recursive reference had to be kept as a ``$ref`` (its definitions must then go along)."""
+    if isinstance(spec, list):
+        items = [_resolve(item, root, seen) for item in spec]
+        return [item for item, _ in items], any(kept for _, kept in items)
+    if not isinstance(spec, dict):
+        return spec, False
+    ref = spec.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and ref not in seen:
+        target: Any = root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, dict) else None
+        if isinstance(target, dict):
+            resolved, kept = _resolve(target, root, (*seen, ref))
+            siblings = {key: value for key, value in spec.items() if key != "$ref"}
+            if siblings:  # keywords beside a $ref apply too (JSON Schema 2019-09 and later)
+                resolved_siblings, kept_siblings = _resolve(siblings, root, seen)
+                resolved = {**resolved, **resolved_siblings}
+                kept = kept or kept_siblings
+            return resolved, kept
+    kept = isinstance(ref, str) and ref in seen
+    result = {}
+    for key, value in spec.items():
+        if key in ("$defs", "definitions") and spec is root:
+            continue
+        result[key], inner_kept = _resolve(value, root, seen)
+        kept = kept or inner_kept
+    return result, kept
+
+
+def _json_text_schema(spec: Any, root: dict) -> dict:
+    """The schema a JSON-text parameter's description spells out: local references resolved, the definitions
+    carried along only when a recursive reference needs them."""
+    inner = {key: value for key, value in spec.items() if key != "description"} if isinstance(spec, dict) else {}
+    resolved, kept = _resolve(inner, root)
+    if kept:
+        definitions = {key: root[key] for key in ("$defs", "definitions") if isinstance(root.get(key), dict)}
+        resolved = {**resolved, **definitions}
+    return resolved
+
+
 def _structured(spec: Any) -> bool:
     if not isinstance(spec, dict):
         return True
@@ -75,7 +119,8 @@ def verl_schema(tool_id: str, function: dict, *, strict: bool = False) -> VerlSc
     if parameters.get("type", "object") != "object":
         raise ConfigError(f"tool {tool_id}: parameters must have type object, got {parameters.get('type')!r}")
     properties = parameters.get("properties") or {}
-    dropped = [key for key in parameters if key not in KEPT_TOP_KEYS]
+    # $defs / definitions are spelled out in the JSON-text parameters that refer to them
+    dropped = [key for key in parameters if key not in (*KEPT_TOP_KEYS, "$defs", "definitions")]
     structured = [name for name, spec in properties.items() if _structured(spec)]
     if structured and strict:
         details = "; ".join(f"{name}: {json.dumps(properties[name], sort_keys=True)}" for name in structured)
@@ -87,7 +132,7 @@ def verl_schema(tool_id: str, function: dict, *, strict: bool = False) -> VerlSc
     fitted: dict[str, dict] = {}
     for name, spec in properties.items():
         if name in structured:
-            inner = {key: value for key, value in spec.items() if key != "description"} if isinstance(spec, dict) else {}
+            inner = _json_text_schema(spec, parameters)
             text = f"JSON text of a value matching this JSON Schema: {json.dumps(inner, sort_keys=True)}"
             description = spec.get("description") if isinstance(spec, dict) else None
             fitted[name] = {"type": "string", "description": f"{description} ({text})" if description else text}
