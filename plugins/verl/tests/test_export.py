@@ -73,6 +73,18 @@ def test_rows_name_their_agent_loop_and_tools_and_carry_no_nulls_for_tools(expor
         assert row["prompt"][0]["role"] == "user" and row["prompt"][0]["content"]
 
 
+def test_the_exported_parquet_reads_back_as_the_records_it_came_from(exported, datasets):
+    """What was trained on can be evaluated: core's readers take the export (structs, JSON text, tool_selection)."""
+    from bootcamp_core.recordio import read_records
+    from bootcamp_core.records import GeneratedSample
+
+    exported_samples = [GeneratedSample.from_record(record) for record in read_records(exported.parquet_files[0])]
+    original = [GeneratedSample.from_record(record) for record in read_records(datasets.mixed_train)]
+    assert [(s.data_source, s.identity, s.tools, s.tool_names, s.interaction, s.reward) for s in exported_samples] == [
+        (s.data_source, s.identity, s.tools, s.tool_names, s.interaction, s.reward) for s in original]
+    assert all(sample.versions for sample in exported_samples)
+
+
 def test_tool_config_holds_each_tool_once_with_a_schema_verl_keeps_whole(exported):
     from verl.tools.schemas import OpenAIFunctionToolSchema
 
