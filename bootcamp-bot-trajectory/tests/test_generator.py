@@ -59,18 +59,6 @@ def test_a_task_does_not_depend_on_what_the_client_did_before() -> None:
         fresh.close()
 
 
-def test_draws_only_from_the_rng_passed_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = random.getstate()
-
-    def forbidden(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the global random module must not be used")
-
-    for function in ("random", "uniform", "randint", "randrange", "choice", "gauss", "shuffle", "getrandbits"):
-        monkeypatch.setattr(random, function, forbidden)
-    draws(TrajectoryGenerator(), 0, 2)
-    monkeypatch.undo()
-    assert random.getstate() == before
-
 
 def test_identity_shape(cases: dict[str, list[tuple[dict, str]]]) -> None:
     for level, group in LEVELS.items():

@@ -36,18 +36,6 @@ def test_same_seed_same_tasks(registry: Registry) -> None:
     assert len({identity["seed"] for identity, _ in draws(generator, 1, 200)}) == 200
 
 
-def test_draws_only_from_the_rng_passed_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = random.getstate()
-
-    def forbidden(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the global random module must not be used")
-
-    for function in ("random", "randint", "randrange", "choice", "choices", "uniform", "getrandbits", "shuffle"):
-        monkeypatch.setattr(random, function, forbidden)
-    draws(HeadsUpGenerator(), 0, 50)
-    monkeypatch.undo()
-    assert random.getstate() == before
-
 
 def test_identity_is_a_valid_match_and_survives_json() -> None:
     for identity, _ in draws(HeadsUpGenerator(hands=6, duplicate=True, big_blind=200, small_blind=100), 3, 50):

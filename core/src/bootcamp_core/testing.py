@@ -231,6 +231,21 @@ class BootcampConformance:
         assert info.error is None, info.error
         assert self.ids("generator"), f'bootcamp "{self.namespace}" registers no generator'
 
+    def test_generators_draw_only_from_the_rng_passed_in(self, monkeypatch):
+        """DESIGN.md: generators draw only from the rng given; the global random module is never touched."""
+        expected = list(self.cases())  # once freely first: libraries imported on first use may seed themselves
+        before = random.getstate()
+
+        def forbidden(*args, **kwargs):
+            raise AssertionError("a generator used the global random module; draw from the rng passed in")
+
+        for function in ("random", "randint", "randrange", "choice", "choices", "sample", "uniform", "gauss",
+                         "getrandbits", "shuffle"):
+            monkeypatch.setattr(random, function, forbidden)
+        cases = list(self.cases())
+        monkeypatch.undo()
+        assert cases == expected and random.getstate() == before
+
     def test_generation_is_deterministic(self, tmp_path):
         from bootcamp_core.generate import generate
 
