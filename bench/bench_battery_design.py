@@ -136,10 +136,10 @@ def bench_agent(tasks: int, concurrency: int, seed: int) -> None:
     import anyio
 
     from bootcamp_battery_design.simulator import get_simulator
-    from bootcamp_core.generate import config_for_bootcamp, iter_records
-    from bootcamp_core.plugins import get_registry
-    from bootcamp_core.policies import ReferencePolicy
-    from bootcamp_core.rollout import run_episode
+    from bootcamp_core.data.generate import config_for_bootcamp, iter_records
+    from bootcamp_core.plugin.loader import get_registry
+    from bootcamp_core.episode.policies import ReferencePolicy
+    from bootcamp_core.episode.engine import run_episode
 
     registry = get_registry()
     config = config_for_bootcamp("battery_design", registry, overrides={"split_samples": f"test:{tasks}",

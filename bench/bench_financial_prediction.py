@@ -9,7 +9,7 @@ Every number is printed next to a baseline measured in the same run:
 (b) rewards scored/s of the forecast reward on reference answers (parse, identities, outlook, 21 item scores) next
     to a floor that only parses the answer's JSON block and checks the 21 keys: the ratio is what the accounting
     checks and scoring cost on top of reading the answer;
-(c) informational: records/s written to JSONL through ``bootcamp_core.generate`` and reference-agent episodes/s
+(c) informational: records/s written to JSONL through ``bootcamp_core.data.generate`` and reference-agent episodes/s
     through ``run_episode`` (generation, two tool calls' worth of work, interaction and reward per episode).
 
 Run: ``python bench/bench_financial_prediction.py`` (``--quick`` for a smaller run). Never part of the test suite.
@@ -119,10 +119,10 @@ def scoring(count: int) -> None:
 def end_to_end(count: int) -> None:
     import anyio
 
-    from bootcamp_core.generate import config_for_bootcamp, generate, iter_records
-    from bootcamp_core.plugins import get_registry
-    from bootcamp_core.policies import ReferencePolicy
-    from bootcamp_core.rollout import run_episode
+    from bootcamp_core.data.generate import config_for_bootcamp, generate, iter_records
+    from bootcamp_core.plugin.loader import get_registry
+    from bootcamp_core.episode.policies import ReferencePolicy
+    from bootcamp_core.episode.engine import run_episode
 
     registry = get_registry()
     config = config_for_bootcamp("financial_prediction", registry, overrides={"split_samples": f"test:{count}"})

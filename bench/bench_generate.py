@@ -28,7 +28,7 @@ LEVEL_1 = {"min_value": 100, "max_value": 10000, "min_operands": 2, "max_operand
 
 
 def level_1_config(count: int, shuffle: bool = False, parquet: bool = False):
-    from bootcamp_core.config import parse_instruction_config
+    from bootcamp_core.data.config import parse_instruction_config
 
     data = {
         "instruction_generators": {"level_1": {"config": LEVEL_1}},
@@ -41,8 +41,8 @@ def level_1_config(count: int, shuffle: bool = False, parquet: bool = False):
 
 def naive_generate(count: int, path: Path, shuffle: bool = True) -> None:
     """The baseline: every record built as a dict and held in memory until the split is written."""
-    from bootcamp_core.plugins import get_registry
-    from bootcamp_core.records import GeneratedSample
+    from bootcamp_core.plugin.loader import get_registry
+    from bootcamp_core.data.records import GeneratedSample
 
     registry = get_registry()
     generator = registry.component("generator", "example/arithmetic", LEVEL_1)
@@ -72,8 +72,8 @@ def timed(function, *args, **kwargs) -> float:
 
 
 def throughput(count: int, folder: Path) -> None:
-    from bootcamp_core.generate import generate
-    from bootcamp_core.plugins import get_registry
+    from bootcamp_core.data.generate import generate
+    from bootcamp_core.plugin.loader import get_registry
 
     registry = get_registry()
     # imports (pyarrow too) and the first build of components stay out of the timings
@@ -90,9 +90,9 @@ def throughput(count: int, folder: Path) -> None:
 
 
 def pool_scaling(per_entry: int, folder: Path) -> None:
-    from bootcamp_core.config import parse_instruction_config
-    from bootcamp_core.generate import default_config_for, generate_many
-    from bootcamp_core.plugins import get_registry
+    from bootcamp_core.data.config import parse_instruction_config
+    from bootcamp_core.data.generate import default_config_for, generate_many
+    from bootcamp_core.plugin.loader import get_registry
 
     registry = get_registry()
     data, path = default_config_for("example", registry)
@@ -121,7 +121,7 @@ sys.path.insert(0, {bench!r})
 import bench_generate as bench
 mode, count, out = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
 if mode == "ours":
-    from bootcamp_core.generate import generate
+    from bootcamp_core.data.generate import generate
     generate(bench.level_1_config(count, shuffle=True), out)
 else:
     bench.naive_generate(count, out / "naive.jsonl", shuffle=True)

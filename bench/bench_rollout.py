@@ -32,8 +32,8 @@ import anyio
 
 
 def level_1_records(count: int) -> list[dict]:
-    from bootcamp_core.config import parse_instruction_config
-    from bootcamp_core.generate import iter_records
+    from bootcamp_core.data.config import parse_instruction_config
+    from bootcamp_core.data.generate import iter_records
 
     data = {
         "instruction_generators": {
@@ -51,7 +51,7 @@ def level_1_records(count: int) -> list[dict]:
 # ------------------------------------------------------------------------------------------ the stub's script
 def play_reference_agent(request: dict):
     """The reference agent over HTTP: calculator on the prompt's expression, then the tool's output as the answer."""
-    from bootcamp_core.stub_server import Reply
+    from bootcamp_core.testing.chat_server import Reply
 
     messages = request["messages"]
     tool = next((message for message in reversed(messages) if message.get("role") == "tool"), None)
@@ -66,7 +66,7 @@ def play_reference_agent(request: dict):
 
 def serve() -> None:
     """Child process: run the scripted server until stdin closes, printing its base URL first."""
-    from bootcamp_core.stub_server import ScriptedChatServer
+    from bootcamp_core.testing.chat_server import ScriptedChatServer
 
     with ScriptedChatServer(play_reference_agent) as server:
         print(server.base_url, flush=True)
@@ -75,7 +75,7 @@ def serve() -> None:
 
 # -------------------------------------------------------------------------------------------------- runners
 async def run_many(records: list[dict], policy, concurrency: int, registry) -> list:
-    from bootcamp_core.rollout import run_episode
+    from bootcamp_core.episode.engine import run_episode
 
     results: list = []
     pending = iter(records)
@@ -130,7 +130,7 @@ async def bare_http(records: list[dict], base_url: str, concurrency: int) -> int
     import httpx
     import openai
 
-    from bootcamp_core.plugins import get_registry
+    from bootcamp_core.plugin.loader import get_registry
 
     tool = get_registry().component("tool", "example/calculator")
     schema = [tool.openai_schema()]
@@ -189,8 +189,8 @@ def main() -> None:
         serve()
         return
     os.environ.setdefault("BOOTCAMP_LOAD_PLUGINS", "example")
-    from bootcamp_core.plugins import get_registry
-    from bootcamp_core.policies import OpenAIPolicy, ReferencePolicy
+    from bootcamp_core.plugin.loader import get_registry
+    from bootcamp_core.episode.policies import OpenAIPolicy, ReferencePolicy
 
     registry = get_registry()
     scale = 1 if args.quick else 4

@@ -1,7 +1,7 @@
 """Tool-server benchmark: calls/s, p50 and p99 through the master vs straight to a worker vs in-process.
 
 A trivial tool (bootcamp-example's calculator on "1 + 1") executed on pre-created instances, one per concurrent
-caller, at concurrency 1 / 16 / 64 / 512, with the project's own client (``bootcamp_core.remote``) as the load
+caller, at concurrency 1 / 16 / 64 / 512, with the project's own client (``bootcamp_core.serve.client``) as the load
 generator in this process. The server is ``bootcamp serve`` in unified mode with one worker, so client, master and
 worker are three processes sharing this machine's cores. Printed next to each other in one run:
 
@@ -41,7 +41,7 @@ def free_port() -> int:
 def start_server() -> tuple[subprocess.Popen, str, str, tuple[int, int]]:
     port = free_port()
     env = {**os.environ, "BOOTCAMP_LOAD_PLUGINS": "example"}
-    process = subprocess.Popen([sys.executable, "-m", "bootcamp_core.cli", "serve", "--port", str(port),
+    process = subprocess.Popen([sys.executable, "-m", "bootcamp_core.cli.main", "serve", "--port", str(port),
                                 "--num-workers", "1", "--bootcamps", "example"], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
@@ -99,8 +99,8 @@ async def measure(tool, concurrency: int, calls: int, pids: tuple[int, ...] = ()
 
 
 async def run(levels: list[int], calls: int) -> dict:
-    from bootcamp_core.plugins import get_registry
-    from bootcamp_core.remote import ToolServerClient
+    from bootcamp_core.plugin.loader import get_registry
+    from bootcamp_core.serve.client import ToolServerClient
 
     local = get_registry().component("tool", "example/calculator")
     process, master_url, worker_url, (master_pid, worker_pid) = start_server()

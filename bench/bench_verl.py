@@ -47,7 +47,7 @@ async def through_adapter(trajectories: int, calls: int) -> float:
 
 
 async def straight(trajectories: int, calls: int) -> float:
-    from bootcamp_core.plugins import get_registry
+    from bootcamp_core.plugin.loader import get_registry
 
     tool = get_registry().component("tool", "example/calculator")
     identity = {"expression": "1+2", "expected_result": 3, "tolerance": 0}

@@ -19,7 +19,7 @@ def test_demo_generates_evaluates_reports_and_postprocesses_offline(tmp_path: Pa
     # the example and a bootcamp without a reference agent; test_demo_over_every_installed_bootcamp covers the rest
     env = {**os.environ, "PYTHONPATH": str(site), "OPENAI_API_KEY": "", "BOOTCAMP_STRICT_PLUGINS": "1",
            "BOOTCAMP_LOAD_PLUGINS": "example,silent"}
-    result = subprocess.run([sys.executable, "-m", "bootcamp_core.cli", "demo", "--output-dir", str(out),
+    result = subprocess.run([sys.executable, "-m", "bootcamp_core.cli.main", "demo", "--output-dir", str(out),
                              "--samples", "4", "-q"], capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr
     assert "skipped silent: no reference agent plays silent/g" in result.stderr
@@ -37,7 +37,7 @@ def test_demo_generates_evaluates_reports_and_postprocesses_offline(tmp_path: Pa
 
     # running it again into the same folder works (fresh results, same bytes of data)
     data_before = (out / "data" / "demo_test.jsonl").read_bytes()
-    again = subprocess.run([sys.executable, "-m", "bootcamp_core.cli", "demo", "--output-dir", str(out),
+    again = subprocess.run([sys.executable, "-m", "bootcamp_core.cli.main", "demo", "--output-dir", str(out),
                             "--samples", "4", "-q"], capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0, again.stderr
     assert (out / "data" / "demo_test.jsonl").read_bytes() == data_before

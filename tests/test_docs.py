@@ -13,8 +13,8 @@ from pathlib import Path
 
 import anyio
 
-from bootcamp_core import hookspecs
-from bootcamp_core.plugins import KINDS, Registry
+from bootcamp_core.plugin import hookspecs
+from bootcamp_core.plugin.loader import KINDS, Registry
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -84,10 +84,10 @@ def test_quick_start_main_job_is_the_offline_demo(tmp_path: Path):
     assert len(commands) == 2
     main_job = commands[0].split("&&", 1)[1].strip().split()
     assert main_job == ["bootcamp", "demo"]
-    result = subprocess.run([sys.executable, "-m", "bootcamp_core.cli", *main_job[1:], "-q"], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "bootcamp_core.cli.main", *main_job[1:], "-q"], capture_output=True,
                             text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    listed = json.loads(subprocess.run([sys.executable, "-m", "bootcamp_core.cli", "plugins", "--json"],
+    listed = json.loads(subprocess.run([sys.executable, "-m", "bootcamp_core.cli.main", "plugins", "--json"],
                                        capture_output=True, text=True, check=True).stdout)
     played = [item["namespace"] for item in listed if item["components"].get("reference_agent")]
     assert played
@@ -100,7 +100,7 @@ def test_quick_start_main_job_is_the_offline_demo(tmp_path: Path):
 
 def test_every_builtin_command_is_documented():
     text = README.read_text(encoding="utf-8")
-    from bootcamp_core.cli import build_parser
+    from bootcamp_core.cli.main import build_parser
 
     for command in build_parser().get_default("builtin_commands"):
         assert f"`bootcamp {command}" in text, f"README does not document `bootcamp {command}`"

@@ -7,13 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bootcamp_core.plugins import Registry
-from bootcamp_core.recordio import read_records
-from bootcamp_core.records import GeneratedSample
+from bootcamp_core.plugin.loader import Registry
+from bootcamp_core.data.io import read_records
+from bootcamp_core.data.records import GeneratedSample
 
 
 def bootcamp(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bootcamp_core.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "bootcamp_core.cli.main", *args], capture_output=True, text=True,
                           timeout=600)
 
 

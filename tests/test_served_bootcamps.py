@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 
 def bootcamp(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bootcamp_core.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "bootcamp_core.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout)
 
 

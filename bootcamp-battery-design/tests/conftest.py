@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bootcamp_battery_design.simulator import CellSimulator, get_simulator
-from bootcamp_core.plugins import Registry
+from bootcamp_core.plugin.loader import Registry
 from bootcamp_core.testing import registry_of
 
 #: This bootcamp's entry-point name.

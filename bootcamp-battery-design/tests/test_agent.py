@@ -13,11 +13,11 @@ import pytest
 from bootcamp_battery_design.agent import START, SearchAgent, Task
 from bootcamp_battery_design.answer import extract_design
 from bootcamp_battery_design.simulator import CellSimulator
-from bootcamp_core.generate import config_for_bootcamp, iter_records
-from bootcamp_core.plugins import Registry
-from bootcamp_core.policies import ReferencePolicy
-from bootcamp_core.records import EpisodeResult
-from bootcamp_core.rollout import run_episode
+from bootcamp_core.data.generate import config_for_bootcamp, iter_records
+from bootcamp_core.plugin.loader import Registry
+from bootcamp_core.episode.policies import ReferencePolicy
+from bootcamp_core.data.records import EpisodeResult
+from bootcamp_core.episode.engine import run_episode
 
 
 def _records(registry: Registry, count: int, seed: int | None = None) -> list[dict]:

@@ -12,8 +12,8 @@ from bootcamp_battery_design.cell import CellDesign, Conditions
 from bootcamp_battery_design.generator import CellDesignGenerator
 from bootcamp_battery_design.simulator import CellSimulator
 from bootcamp_core import ConfigError, GenerationError
-from bootcamp_core.generate import config_for_bootcamp, iter_records
-from bootcamp_core.plugins import Registry
+from bootcamp_core.data.generate import config_for_bootcamp, iter_records
+from bootcamp_core.plugin.loader import Registry
 
 SEEDS = range(6)
 

@@ -7,7 +7,7 @@ import sys
 from importlib import metadata
 
 import bootcamp_battery_design
-from bootcamp_core.plugins import Registry
+from bootcamp_core.plugin.loader import Registry
 
 namespace = "battery_design"
 

@@ -9,7 +9,7 @@ from bootcamp_battery_design.answer import extract_design, format_answer
 from bootcamp_battery_design.cell import CellDesign, Conditions
 from bootcamp_battery_design.reward import CellDesignReward, soft_score
 from bootcamp_battery_design.simulator import CellSimulator
-from bootcamp_core.plugins import Registry
+from bootcamp_core.plugin.loader import Registry
 from bootcamp_core.testing import episode_kwargs
 
 REFERENCE = "\\boxed{7.56e-05, 0.335}"  # 279.4 Wh/kg, 312.0 K at 1C, 298.15 K, h=10

@@ -17,13 +17,13 @@ from bootcamp_bot_trajectory.generator import TrajectoryGenerator
 from bootcamp_bot_trajectory.simulator import SIMULATION_THREADS, Simulator
 from bootcamp_bot_trajectory.tools import CheckPathTool
 from bootcamp_core import ConfigError
-from bootcamp_core.evaluate import EvalConfig, run_evaluation
-from bootcamp_core.generate import config_for_bootcamp, generate, iter_records
-from bootcamp_core.plugins import Registry
-from bootcamp_core.policies import ReferencePolicy
-from bootcamp_core.recordio import read_records
-from bootcamp_core.records import EpisodeResult
-from bootcamp_core.rollout import RolloutLimits, run_episode
+from bootcamp_core.evaluate.run import EvalConfig, run_evaluation
+from bootcamp_core.data.generate import config_for_bootcamp, generate, iter_records
+from bootcamp_core.plugin.loader import Registry
+from bootcamp_core.episode.policies import ReferencePolicy
+from bootcamp_core.data.io import read_records
+from bootcamp_core.data.records import EpisodeResult
+from bootcamp_core.episode.engine import RolloutLimits, run_episode
 
 CHECK_PATH = [CheckPathTool.openai_schema()]
 

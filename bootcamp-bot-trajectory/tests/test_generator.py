@@ -16,8 +16,8 @@ from bootcamp_bot_trajectory.judge import judge_path
 from bootcamp_bot_trajectory.robot import UPPER_LIMITS, Box, Task, path_samples
 from bootcamp_bot_trajectory.simulator import Simulator, simulator
 from bootcamp_core import ConfigError, GenerationError
-from bootcamp_core.generate import config_for_bootcamp, iter_records
-from bootcamp_core.plugins import Registry
+from bootcamp_core.data.generate import config_for_bootcamp, iter_records
+from bootcamp_core.plugin.loader import Registry
 
 LEVELS = yaml.safe_load((resources.files("bootcamp_bot_trajectory") / "configs" / "default.yaml").read_text())[
     "instruction_generators"

@@ -10,11 +10,11 @@ from importlib import resources
 import pytest
 import yaml
 import anyio
-from bootcamp_core.generate import config_for_bootcamp, iter_records
-from bootcamp_core.plugins import Registry
-from bootcamp_core.policies import ReferencePolicy
-from bootcamp_core.records import EpisodeResult
-from bootcamp_core.rollout import RolloutLimits, run_episode
+from bootcamp_core.data.generate import config_for_bootcamp, iter_records
+from bootcamp_core.plugin.loader import Registry
+from bootcamp_core.episode.policies import ReferencePolicy
+from bootcamp_core.data.records import EpisodeResult
+from bootcamp_core.episode.engine import RolloutLimits, run_episode
 
 from bootcamp_example.agent import CalculatorAgent
 from bootcamp_example.answer import format_answer

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from bootcamp_core import ConfigError, GenerationError
-from bootcamp_core.plugins import Registry
+from bootcamp_core.plugin.loader import Registry
 from bootcamp_example.answer import ANSWER_FORMAT
 from bootcamp_example.arithmetic import evaluate
 from bootcamp_example.generator import ArithmeticGenerator

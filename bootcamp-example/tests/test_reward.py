@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from bootcamp_core.plugins import Registry
+from bootcamp_core.plugin.loader import Registry
 
 from bootcamp_example.reward import ArithmeticReward, soft_score
 

@@ -10,12 +10,12 @@ import statistics
 
 import anyio
 import pytest
-from bootcamp_core.evaluate import EvalConfig, run_evaluation
-from bootcamp_core.generate import config_for_bootcamp, generate, iter_records
-from bootcamp_core.plugins import Registry
-from bootcamp_core.policies import ReferencePolicy
-from bootcamp_core.records import EpisodeResult
-from bootcamp_core.rollout import PolicyTurn, run_episode
+from bootcamp_core.evaluate.run import EvalConfig, run_evaluation
+from bootcamp_core.data.generate import config_for_bootcamp, generate, iter_records
+from bootcamp_core.plugin.loader import Registry
+from bootcamp_core.episode.policies import ReferencePolicy
+from bootcamp_core.data.records import EpisodeResult
+from bootcamp_core.episode.engine import PolicyTurn, run_episode
 
 from bootcamp_financial_prediction.agent import DriverModelAnalyst
 from bootcamp_financial_prediction.answer import format_answer, parse_answer

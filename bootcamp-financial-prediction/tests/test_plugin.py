@@ -6,7 +6,7 @@ import subprocess
 import sys
 from importlib import metadata
 
-from bootcamp_core.plugins import Registry
+from bootcamp_core.plugin.loader import Registry
 
 import bootcamp_financial_prediction
 

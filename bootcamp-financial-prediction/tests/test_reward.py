@@ -9,7 +9,7 @@ import random
 from collections.abc import Callable
 
 import pytest
-from bootcamp_core.plugins import Registry
+from bootcamp_core.plugin.loader import Registry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

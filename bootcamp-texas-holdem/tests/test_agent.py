@@ -12,12 +12,12 @@ import anyio
 import pytest
 import yaml
 
-from bootcamp_core.config import parse_instruction_config
-from bootcamp_core.generate import iter_records
-from bootcamp_core.plugins import Registry
-from bootcamp_core.policies import ReferencePolicy
-from bootcamp_core.records import EpisodeResult
-from bootcamp_core.rollout import RolloutLimits, run_episode
+from bootcamp_core.data.config import parse_instruction_config
+from bootcamp_core.data.generate import iter_records
+from bootcamp_core.plugin.loader import Registry
+from bootcamp_core.episode.policies import ReferencePolicy
+from bootcamp_core.data.records import EpisodeResult
+from bootcamp_core.episode.engine import RolloutLimits, run_episode
 from bootcamp_texas_holdem.agent import EquityPlayer, parse_decision
 from bootcamp_texas_holdem.cards import parse_cards
 from bootcamp_texas_holdem.game import MATCH_OVER, Match, MatchSettings

@@ -7,7 +7,7 @@ import sys
 from importlib import metadata, resources
 
 import bootcamp_texas_holdem
-from bootcamp_core.plugins import Registry
+from bootcamp_core.plugin.loader import Registry
 
 namespace = "texas_holdem"
 

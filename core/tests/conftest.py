@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bootcamp_core.plugins import Registry
+from bootcamp_core.plugin.loader import Registry
 from bootcamp_core.testing import registry_of
 
 
@@ -19,7 +19,7 @@ def example_registry() -> Registry:
 
 @pytest.fixture(autouse=True)
 def _restore_bootcamp_logger() -> Iterator[None]:
-    """`bootcamp_core.cli.main` configures the "bootcamp_core" logger (handler on the current stderr, no
+    """`bootcamp_core.cli.main.main` configures the "bootcamp_core" logger (handler on the current stderr, no
     propagation); put it back after each test so caplog keeps working and no handler outlives a captured stream."""
     logger = logging.getLogger("bootcamp_core")
     saved = (list(logger.handlers), logger.propagate, logger.level)

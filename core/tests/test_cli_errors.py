@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 from bootcamp_core import Reward
-from bootcamp_core.config import load_registry_file
-from bootcamp_core.errors import ConfigError
-from bootcamp_core.records import normalize_record
+from bootcamp_core.data.config import load_registry_file
+from bootcamp_core.plugin.errors import ConfigError
+from bootcamp_core.data.records import normalize_record
 from bootcamp_core.testing import write_distribution
 
 
@@ -21,7 +21,7 @@ def bootcamp(*args: str, env: dict | None = None, path: Path | None = None) -> s
     environment = {**os.environ, **(env or {})}
     if path is not None:
         environment["PYTHONPATH"] = str(path)
-    return subprocess.run([sys.executable, "-m", "bootcamp_core.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "bootcamp_core.cli.main", *args], capture_output=True, text=True,
                           env=environment, timeout=300)
 
 
@@ -41,7 +41,7 @@ def test_sigterm_removes_unfinished_files_and_keeps_finished_ones(tmp_path: Path
     finished.write_text("an earlier, complete file\n")
     for workers in ("1", "2"):
         process = subprocess.Popen(
-            [sys.executable, "-m", "bootcamp_core.cli", "generate", "--bootcamp", "example", "--split-samples",
+            [sys.executable, "-m", "bootcamp_core.cli.main", "generate", "--bootcamp", "example", "--split-samples",
              "train:2000000", "--gen-parquet", "--max-workers", workers, "--output-dir", str(out), "-q"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )

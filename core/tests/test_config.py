@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import bootcamp_example
 from bootcamp_core import ConfigError
-from bootcamp_core import config as config_module
-from bootcamp_core.config import (
+from bootcamp_core.data import config as config_module
+from bootcamp_core.data.config import (
     DEFAULT_SEED,
     DEFAULT_SPLIT_SAMPLES,
     allocate,

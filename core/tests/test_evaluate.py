@@ -18,15 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from bootcamp_core.cli import main
-from bootcamp_core.errors import ConfigError
-from bootcamp_core.evaluate import EvalConfig, load_dataset, pass_at_k, run_evaluation
-from bootcamp_core.generate import config_for_bootcamp, generate
-from bootcamp_core.policies import OpenAIPolicy
-from bootcamp_core.recordio import write_records
-from bootcamp_core.retry import RetryPolicy
-from bootcamp_core.rollout import RolloutLimits, episode_id
-from bootcamp_core.stub_server import Reply, ScriptedChatServer, first_user_text
+from bootcamp_core.cli.main import main
+from bootcamp_core.plugin.errors import ConfigError
+from bootcamp_core.evaluate.run import EvalConfig, load_dataset, pass_at_k, run_evaluation
+from bootcamp_core.data.generate import config_for_bootcamp, generate
+from bootcamp_core.episode.policies import OpenAIPolicy
+from bootcamp_core.data.io import write_records
+from bootcamp_core.episode.retries import RetryPolicy
+from bootcamp_core.episode.engine import RolloutLimits, episode_id
+from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer, first_user_text
 
 SECRET = "sk-test-secret-key-0123456789"
 
@@ -170,7 +170,7 @@ def test_kill_9_mid_run_then_resume_is_exact(example_registry, tmp_path):
     out = tmp_path / "out"
     results = out / "results.jsonl"
     with ScriptedChatServer(solver(delay_s=0.1)) as server:
-        command = [sys.executable, "-m", "bootcamp_core.cli", *eval_args(dataset, out, server, "--repeats", "2",
+        command = [sys.executable, "-m", "bootcamp_core.cli.main", *eval_args(dataset, out, server, "--repeats", "2",
                                                                           "--max-concurrent", "3")]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
@@ -279,7 +279,7 @@ def test_dry_run_checks_everything_and_writes_nothing(example_registry, tmp_path
 
 def test_reference_policy_without_agent_fails_before_any_episode(example_registry, tmp_path):
     from bootcamp_core import TaskGenerator, hookimpl
-    from bootcamp_core.plugins import Registry
+    from bootcamp_core.plugin.loader import Registry
 
     class Lonely(TaskGenerator):
         name = "lonely"
@@ -437,7 +437,7 @@ def test_bootcamp_registry_tokenizer_and_component_config(example_registry, tmp_
 
 def test_a_crashing_plugin_does_not_stop_the_run(example_registry, tmp_path):
     from bootcamp_core import Tool, hookimpl
-    from bootcamp_core.plugins import Registry
+    from bootcamp_core.plugin.loader import Registry
 
     class Exploding(Tool):
         name = "calculator"
@@ -524,7 +524,7 @@ def test_no_secret_in_use_is_ever_written_or_logged(example_registry, tmp_path, 
 
 
 def test_redactor_masks_whole_values_and_their_credential_part():
-    from bootcamp_core.evaluate import Redactor
+    from bootcamp_core.evaluate.run import Redactor
 
     redactor = Redactor(["Bearer " + SECRET, "EMPTY", "", None, "on"])
     assert redactor.text(f"a Bearer {SECRET} b {SECRET} on EMPTY") == "a [redacted] b [redacted] on EMPTY"
@@ -535,7 +535,7 @@ def test_redactor_masks_whole_values_and_their_credential_part():
 def test_log_records_of_a_run_are_masked(example_registry, tmp_path, caplog):
     """A plugin that logs the credential it was somehow handed, with a traceback: the log shows neither."""
     from bootcamp_core import Tool, hookimpl
-    from bootcamp_core.plugins import Registry
+    from bootcamp_core.plugin.loader import Registry
 
     class Leaky(Tool):
         name = "calculator"
@@ -628,7 +628,7 @@ def test_request_timeout_fails_the_episode_after_the_retries(example_registry, t
 
 def test_tool_timeout_reaches_the_engine(example_registry, tmp_path):
     from bootcamp_core import Tool, hookimpl
-    from bootcamp_core.plugins import Registry
+    from bootcamp_core.plugin.loader import Registry
 
     class Sleepy(Tool):
         name = "calculator"

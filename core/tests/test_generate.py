@@ -28,13 +28,13 @@ from bootcamp_core import (
     UnknownIdError,
     hookimpl,
 )
-from bootcamp_core import generate as generate_module
-from bootcamp_core.cli import main
-from bootcamp_core.config import allocate, load_instruction_config, parse_instruction_config
-from bootcamp_core.generate import config_for_bootcamp, generate, iter_records
-from bootcamp_core.plugins import Registry
-from bootcamp_core.recordio import read_jsonl, read_parquet
-from bootcamp_core.records import GeneratedSample
+from bootcamp_core.data import generate as generate_module
+from bootcamp_core.cli.main import main
+from bootcamp_core.data.config import allocate, load_instruction_config, parse_instruction_config
+from bootcamp_core.data.generate import config_for_bootcamp, generate, iter_records
+from bootcamp_core.plugin.loader import Registry
+from bootcamp_core.data.io import read_jsonl, read_parquet
+from bootcamp_core.data.records import GeneratedSample
 
 VERSIONS = {"bootcamp-example": "0.1.0"}
 
@@ -622,7 +622,7 @@ def test_bad_flags_exit_1_with_a_clear_message(tmp_path: Path, capsys, flags: li
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bootcamp_core.cli", *args], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "bootcamp_core.cli.main", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=120)
 
 

@@ -22,7 +22,7 @@ from bootcamp_core import (
     UnknownIdError,
     hookimpl,
 )
-from bootcamp_core.plugins import Registry
+from bootcamp_core.plugin.loader import Registry
 from bootcamp_core.testing import MINIMAL_HOOKS, write_distribution
 
 
@@ -31,7 +31,7 @@ def run_cli(*args: str, path: Path | None = None, env: dict | None = None) -> su
     if path is not None:
         environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path), environment.get("PYTHONPATH")]))
     return subprocess.run(
-        [sys.executable, "-m", "bootcamp_core.cli", *args], capture_output=True, text=True, env=environment, timeout=120
+        [sys.executable, "-m", "bootcamp_core.cli.main", *args], capture_output=True, text=True, env=environment, timeout=120
     )
 
 
@@ -153,13 +153,13 @@ def test_listing_and_help_import_no_plugin(tmp_path: Path):
     marker = tmp_path / "imported"
     write_distribution(site, "bootcamp-tools", "0.1", entry_points={"bootcamp.commands": {"hello": "hello_cmd:main"}},
                        modules={"hello_cmd.py": f"open({str(marker)!r}, 'w').close()\n"
-                                                "from bootcamp_core.errors import ConfigError\n"
+                                                "from bootcamp_core.plugin.errors import ConfigError\n"
                                                 "def main(argv):\n"
                                                 "    if argv == ['bad']:\n"
                                                 "        raise ConfigError('bad flag')\n"
                                                 "    print('hello', *argv)\n    return 3\n"})
     code = (
-        "import sys, bootcamp_core.cli as cli\n"
+        "import sys, bootcamp_core.cli.main as cli\n"
         "cli.build_parser().format_help()\n"
         "assert not any(m.startswith(('bootcamp_example', 'hello_cmd', 'pyarrow')) for m in sys.modules), "
         "sorted(m for m in sys.modules if 'bootcamp' in m or 'arrow' in m)\n"
@@ -301,9 +301,10 @@ def test_pytest_plugin_imports_only_pytest():
     code = textwrap.dedent(
         """
         import sys
-        import bootcamp_core.pytest_plugin
-        loaded = [m for m in sys.modules if m.startswith(("bootcamp_example", "bootcamp_core.plugins", "pyarrow",
-                                                          "bootcamp_core.testing", "hypothesis", "jsonschema"))]
+        import bootcamp_core.testing.pytest_plugin
+        loaded = [m for m in sys.modules if m.startswith(("bootcamp_example", "bootcamp_core.plugin.loader", "pyarrow",
+                                                          "bootcamp_core.testing.conformance",
+                                                          "bootcamp_core.testing.fixtures", "hypothesis", "jsonschema"))]
         assert not loaded, loaded
         """
     )

@@ -10,9 +10,9 @@ import anyio
 import pytest
 
 from bootcamp_core import ConfigError, InfrastructureError, ModelError
-from bootcamp_core.generate import config_for_bootcamp, iter_records
-from bootcamp_core.plugins import Registry
-from bootcamp_core.policies import (
+from bootcamp_core.data.generate import config_for_bootcamp, iter_records
+from bootcamp_core.plugin.loader import Registry
+from bootcamp_core.episode.policies import (
     OpenAIPolicy,
     ReferencePolicy,
     make_policy,
@@ -20,10 +20,10 @@ from bootcamp_core.policies import (
     parse_extra_headers,
     parse_extra_params,
 )
-from bootcamp_core.records import GeneratedSample
-from bootcamp_core.retry import RetryPolicy
-from bootcamp_core.rollout import RolloutLimits, run_episode
-from bootcamp_core.stub_server import Reply, ScriptedChatServer, sequence
+from bootcamp_core.data.records import GeneratedSample
+from bootcamp_core.episode.retries import RetryPolicy
+from bootcamp_core.episode.engine import RolloutLimits, run_episode
+from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer, sequence
 
 FAST = RetryPolicy(attempts=3, base_s=0.01, max_s=0.05)
 SECRET = "sk-test-do-not-leak-0123456789"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bootcamp_core.cli import main
-from bootcamp_core.errors import ConfigError
+from bootcamp_core.cli.main import main
+from bootcamp_core.plugin.errors import ConfigError
 from bootcamp_core.postprocess import (
     DataPostProcessor,
     build_processor,
@@ -22,7 +22,7 @@ from bootcamp_core.postprocess import (
     filter_by_success,
     postprocess,
 )
-from bootcamp_core.records import EpisodeResult, ToolCall
+from bootcamp_core.data.records import EpisodeResult, ToolCall
 
 CALCULATOR = {
     "type": "function",
@@ -486,7 +486,7 @@ def test_bad_option_combinations_are_one_clear_error(results, capsys):
 def test_the_installed_command_in_a_subprocess(results):
     path, records = results
     completed = subprocess.run(  # noqa: PLW1510 — the code is asserted
-        [sys.executable, "-m", "bootcamp_core.cli", "postprocess", str(path), "--extract-training"],
+        [sys.executable, "-m", "bootcamp_core.cli.main", "postprocess", str(path), "--extract-training"],
         capture_output=True, text=True, timeout=60,
     )
     assert completed.returncode == 0, completed.stderr

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bootcamp_core.recordio import (
+from bootcamp_core.data.io import (
     JsonlWriter,
     ParquetWriter,
     read_jsonl,
@@ -18,7 +18,7 @@ from bootcamp_core.recordio import (
     read_records,
     write_records,
 )
-from bootcamp_core.records import ERROR_TYPES, EpisodeResult, GeneratedSample, ToolCall, data_source_for
+from bootcamp_core.data.records import ERROR_TYPES, EpisodeResult, GeneratedSample, ToolCall, data_source_for
 
 # Non-ASCII, nested, big and awkward values: everything an identity may hold must survive both file formats.
 AWKWARD_IDENTITY = {

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bootcamp_core.cli import main
-from bootcamp_core.errors import ConfigError
-from bootcamp_core.generate import config_for_bootcamp, generate
+from bootcamp_core.cli.main import main
+from bootcamp_core.plugin.errors import ConfigError
+from bootcamp_core.data.generate import config_for_bootcamp, generate
 from bootcamp_core.rescore import default_output_path, rescore_results
-from bootcamp_core.stub_server import Reply, ScriptedChatServer
+from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer
 
 
 @pytest.fixture(autouse=True)
@@ -122,7 +122,7 @@ def test_the_reward_sees_the_saved_tool_rewards_tool_scores_and_turn_scores(eval
     import types
 
     from bootcamp_core import Reward, hookimpl
-    from bootcamp_core.plugins import Registry
+    from bootcamp_core.plugin.loader import Registry
     from bootcamp_core.rescore import rescore_line
 
     seen: list[dict] = []

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bootcamp_core.errors import ConfigError
-from bootcamp_core.scaffold import _WORD, new_bootcamp, render, template_root
+from bootcamp_core.plugin.errors import ConfigError
+from bootcamp_core.cli.new import _WORD, new_bootcamp, render, template_root
 from bootcamp_core.testing import write_distribution
 
 
@@ -24,7 +24,7 @@ def run(*command: str, site: Path | None = None, cwd: Path | None = None, timeou
 
 
 def bootcamp(*args: str, **kwargs):
-    return run(sys.executable, "-m", "bootcamp_core.cli", *args, **kwargs)
+    return run(sys.executable, "-m", "bootcamp_core.cli.main", *args, **kwargs)
 
 
 def install(package: Path, target: Path) -> None:

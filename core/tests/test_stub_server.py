@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from bootcamp_core.stub_server import Reply, ScriptedChatServer, per_conversation, sequence
+from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer, per_conversation, sequence
 
 ASK = [{"role": "user", "content": "hi"}]
 

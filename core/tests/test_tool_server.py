@@ -17,12 +17,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bootcamp_core.errors import InfrastructureError
-from bootcamp_core.evaluate import EvalConfig, run_evaluation
-from bootcamp_core.remote import RemoteToolError, ToolServerClient
-from bootcamp_core.server.dashboard import render_dashboard
-from bootcamp_core.server.master import Router, WorkerEntry
-from bootcamp_core.stub_server import Reply, ScriptedChatServer, per_conversation
+from bootcamp_core.plugin.errors import InfrastructureError
+from bootcamp_core.evaluate.run import EvalConfig, run_evaluation
+from bootcamp_core.serve.client import RemoteToolError, ToolServerClient
+from bootcamp_core.serve.dashboard import render_dashboard
+from bootcamp_core.serve.master import Router, WorkerEntry
+from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer, per_conversation
 from bootcamp_core.testing import free_port, serve_tools, write_distribution
 
 pytestmark = pytest.mark.slow
@@ -93,7 +93,7 @@ def run(coroutine):
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("data")
-    subprocess.run([sys.executable, "-m", "bootcamp_core.cli", "generate", "--bootcamp", "example", "--split-samples",
+    subprocess.run([sys.executable, "-m", "bootcamp_core.cli.main", "generate", "--bootcamp", "example", "--split-samples",
                     "test:200", "--output-dir", str(out), "-q"], check=True,
                    env={**os.environ, "BOOTCAMP_LOAD_PLUGINS": "example"})
     [path] = out.glob("*_test.jsonl")
@@ -303,7 +303,7 @@ def test_token_is_required_when_set_and_never_for_health_or_dashboard(site, tmp_
         run(calls())
         assert "s3cret" not in server.log.read_text()
     # beyond loopback without a token: refused before listening
-    refused = subprocess.run([sys.executable, "-m", "bootcamp_core.cli", "serve", "--host", "0.0.0.0", "--port",
+    refused = subprocess.run([sys.executable, "-m", "bootcamp_core.cli.main", "serve", "--host", "0.0.0.0", "--port",
                               str(free_port())], capture_output=True, text=True, timeout=60,
                              env={**os.environ, **ROOT_ENV, "BOOTCAMP_TOKEN": ""})
     assert refused.returncode == 1 and "refusing to listen on 0.0.0.0 without a token" in refused.stderr
@@ -406,8 +406,8 @@ def test_dashboard_render_without_workers():
 
 
 def test_every_route_is_documented():
-    from bootcamp_core.server.master import Master, MasterSettings
-    from bootcamp_core.server.worker import ToolHost, Worker, WorkerSettings
+    from bootcamp_core.serve.master import Master, MasterSettings
+    from bootcamp_core.serve.worker import ToolHost, Worker, WorkerSettings
 
     docs = (Path(__file__).resolve().parents[2] / "docs" / "tool-server.md").read_text(encoding="utf-8")
     host = ToolHost({}, {}, WorkerSettings())

@@ -20,7 +20,7 @@ import attrs
 from bootcamp_battery_design.answer import format_answer
 from bootcamp_battery_design.tools import DEFAULT_BUDGET, design_bounds
 from bootcamp_core import ReferenceAgent
-from bootcamp_core.rollout import message_text
+from bootcamp_core.episode.engine import message_text
 
 __all__ = ["Probe", "SearchAgent", "Task", "next_design"]
 

@@ -13,7 +13,7 @@ from bootcamp_bot_trajectory.planner import Planner, PlannerSettings
 from bootcamp_bot_trajectory.robot import Task, round_configuration
 from bootcamp_bot_trajectory.simulator import simulate
 from bootcamp_core import ConfigError, ReferenceAgent
-from bootcamp_core.rollout import message_text
+from bootcamp_core.episode.engine import message_text
 
 __all__ = ["PlannerAgent"]
 

@@ -8,7 +8,7 @@ from bootcamp_bot_trajectory.interaction import AnswerFeedback
 from bootcamp_bot_trajectory.reward import TrajectoryReward
 from bootcamp_bot_trajectory.tools import CheckPathTool, ForwardKinematicsTool
 from bootcamp_core import hookimpl
-from bootcamp_core.hookspecs import Register
+from bootcamp_core.plugin.hookspecs import Register
 
 
 @hookimpl

@@ -9,7 +9,7 @@ from bootcamp_bot_trajectory.judge import judge_path
 from bootcamp_bot_trajectory.robot import Task
 from bootcamp_bot_trajectory.simulator import simulate
 from bootcamp_core import Interaction
-from bootcamp_core.rollout import message_text
+from bootcamp_core.episode.engine import message_text
 
 __all__ = ["AnswerFeedback"]
 

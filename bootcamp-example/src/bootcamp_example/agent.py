@@ -7,7 +7,7 @@ import random
 from typing import ClassVar
 
 from bootcamp_core import ReferenceAgent
-from bootcamp_core.rollout import message_text
+from bootcamp_core.episode.engine import message_text
 
 from bootcamp_example.answer import format_answer
 from bootcamp_example.arithmetic import ExpressionError, parse_number

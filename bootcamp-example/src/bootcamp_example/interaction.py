@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from bootcamp_core import Interaction
-from bootcamp_core.rollout import message_text
+from bootcamp_core.episode.engine import message_text
 
 from bootcamp_example.answer import ANSWER_FORMAT, extract_result, within_tolerance
 

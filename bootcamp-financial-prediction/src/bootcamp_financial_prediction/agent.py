@@ -7,7 +7,7 @@ import random
 from typing import ClassVar
 
 from bootcamp_core import ReferenceAgent
-from bootcamp_core.rollout import message_text
+from bootcamp_core.episode.engine import message_text
 
 from bootcamp_financial_prediction.answer import format_answer
 from bootcamp_financial_prediction.forecast import forecast_statements

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from bootcamp_core import Interaction
-from bootcamp_core.rollout import message_text
+from bootcamp_core.episode.engine import message_text
 
 from bootcamp_financial_prediction.answer import ANSWER_FORMAT, parse_answer
 from bootcamp_financial_prediction.scoring import score_forecast

@@ -9,7 +9,7 @@ import re
 from typing import ClassVar
 
 from bootcamp_core import ReferenceAgent
-from bootcamp_core.rollout import message_text
+from bootcamp_core.episode.engine import message_text
 from bootcamp_texas_holdem.bots import Decision, pot_odds_action
 from bootcamp_texas_holdem.cards import parse_cards
 from bootcamp_texas_holdem.game import MATCH_OVER

@@ -1,7 +1,7 @@
 """Bootcamp: verifiable, multi-turn, tool-calling environments for LLM agents, as a plugin ecosystem."""
 
 from bootcamp_core.__about__ import __version__
-from bootcamp_core.errors import (
+from bootcamp_core.plugin.errors import (
     BootcampError,
     ConfigError,
     DuplicateIdError,
@@ -11,8 +11,8 @@ from bootcamp_core.errors import (
     PluginError,
     UnknownIdError,
 )
-from bootcamp_core.hookspecs import hookimpl
-from bootcamp_core.interfaces import Interaction, ReferenceAgent, Reward, TaskGenerator, Tool
+from bootcamp_core.plugin.hookspecs import hookimpl
+from bootcamp_core.plugin.components import Interaction, ReferenceAgent, Reward, TaskGenerator, Tool
 
 #: The plugin API. Hooks and keyword arguments are only ever added; anything retired warns for one minor release.
 API_VERSION = 1

@@ -1,38 +1,5 @@
-"""Typed errors. Model mistakes and infrastructure failures are kept apart: retries and resume treat them differently."""
+"""Moved to :mod:`bootcamp_core.plugin.errors`: this path still works, with a DeprecationWarning, until 0.2."""
 
-from __future__ import annotations
+from bootcamp_core._moved import forward
 
-
-class BootcampError(Exception):
-    """Base of every error this project raises on purpose; its message is meant for the user as is."""
-
-
-class ConfigError(BootcampError, ValueError):
-    """A config file, flag or registry line is wrong."""
-
-
-class PluginError(BootcampError):
-    """A plugin cannot be loaded or breaks the plugin contract."""
-
-
-class DuplicateIdError(PluginError):
-    """Two plugins claim the same id of one kind, or the same namespace."""
-
-
-class UnknownIdError(BootcampError, LookupError):
-    """No installed component has this id."""
-
-    def __str__(self) -> str:  # LookupError would repr() the message
-        return str(self.args[0]) if self.args else ""
-
-
-class GenerationError(BootcampError):
-    """A generator failed to produce a record."""
-
-
-class ModelError(BootcampError):
-    """The model made a mistake (bad tool arguments, unknown tool, no answer): shown to it, the episode goes on."""
-
-
-class InfrastructureError(BootcampError):
-    """Something outside the model failed (server down, timeout, crashed worker): the episode is not scored."""
+__getattr__ = forward(__name__, "bootcamp_core.plugin.errors")

@@ -29,8 +29,8 @@ from typing import Any
 
 import attrs
 
-from bootcamp_core.errors import ConfigError
-from bootcamp_core.recordio import AtomicFile, dumps
+from bootcamp_core.plugin.errors import ConfigError
+from bootcamp_core.data.io import AtomicFile, dumps
 
 __all__ = [
     "DataPostProcessor",

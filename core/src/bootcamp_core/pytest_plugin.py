@@ -1,27 +1,5 @@
-"""pytest plugin of bootcamp-core (``pytest11`` entry point): fixtures for bootcamp authors.
+"""Moved to :mod:`bootcamp_core.testing.pytest_plugin`: this path still works, with a DeprecationWarning, until 0.2."""
 
-Loading it imports only pytest: no bootcamp plugin is loaded and strict mode is left as the environment says, until a
-test asks for a fixture. The conformance base classes live in :mod:`bootcamp_core.testing`.
-"""
+from bootcamp_core._moved import forward
 
-from __future__ import annotations
-
-import pytest
-
-
-@pytest.fixture(scope="session")
-def bootcamp_registry():
-    """The registry of installed bootcamps, loaded once per test session."""
-    from bootcamp_core.plugins import Registry
-
-    return Registry.from_entry_points()
-
-
-@pytest.fixture
-def bootcamp_component(bootcamp_registry):
-    """``bootcamp_component(kind, id, **config)``: the shared component instance for that id and config."""
-
-    def build(kind: str, component_id: str, **config):
-        return bootcamp_registry.component(kind, component_id, config)
-
-    return build
+__getattr__ = forward(__name__, "bootcamp_core.testing.pytest_plugin")

@@ -27,10 +27,10 @@ from typing import Any
 
 import attrs
 
-from bootcamp_core.errors import BootcampError, ConfigError
-from bootcamp_core.recordio import AtomicFile, dumps
-from bootcamp_core.records import GeneratedSample
-from bootcamp_core.rollout import jsonable, score_trajectory
+from bootcamp_core.plugin.errors import BootcampError, ConfigError
+from bootcamp_core.data.io import AtomicFile, dumps
+from bootcamp_core.data.records import GeneratedSample
+from bootcamp_core.episode.engine import jsonable, score_trajectory
 
 __all__ = ["RescoreChange", "RescoreReport", "rescore_results", "rescore_line", "default_output_path",
            "refresh_summary"]
@@ -100,7 +100,7 @@ def default_output_path(path: str | os.PathLike) -> Path:
 def rescore_line(data: dict, registry: Any, verify_kwargs: dict | None = None) -> tuple[float, Any]:
     """(score, extracted output) of one saved result line with the installed reward; no model is called.
 
-    Raises :class:`~bootcamp_core.errors.BootcampError` (or ``ValueError``) when the line's input names no installed
+    Raises :class:`~bootcamp_core.plugin.errors.BootcampError` (or ``ValueError``) when the line's input names no installed
     reward.
     """
     sample = GeneratedSample.from_record(data.get("input") or {})
@@ -128,7 +128,7 @@ def rescore_results(
     registry: Any = None,
 ) -> RescoreReport:
     """Re-score every line of a results file (see the module docstring); returns what changed."""
-    from bootcamp_core.plugins import get_registry
+    from bootcamp_core.plugin.loader import get_registry
 
     path = Path(path)
     if not path.is_file():
@@ -188,7 +188,7 @@ def refresh_summary(results: str | os.PathLike, *, verify_kwargs: dict | None = 
     """Rewrite summary.json, summary.csv and report.html beside ``results`` from its lines, when any of them is
     there; returns the summary.json path, or ``None`` when there was nothing to refresh (or it belongs to another
     results file)."""
-    from bootcamp_core.evaluate import REPORT_NAME, SUMMARY_CSV, SUMMARY_JSON, summarize_file, write_summary
+    from bootcamp_core.evaluate.run import REPORT_NAME, SUMMARY_CSV, SUMMARY_JSON, summarize_file, write_summary
 
     results = Path(results)
     directory = results.parent

@@ -14,9 +14,9 @@ from typing import Any
 import attrs
 import pytest
 
-from bootcamp_core.config import load_instruction_config
-from bootcamp_core.generate import generate
-from bootcamp_core.plugins import get_registry, reset_registry
+from bootcamp_core.data.config import load_instruction_config
+from bootcamp_core.data.generate import generate
+from bootcamp_core.plugin.loader import get_registry, reset_registry
 from bootcamp_core.testing import write_distribution
 
 #: A second bootcamp: a counter whose steps parameter is an array (verl would drop its items), a tool score that

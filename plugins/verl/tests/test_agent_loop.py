@@ -7,7 +7,7 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from bootcamp_core.plugins import get_registry
+from bootcamp_core.plugin.loader import get_registry
 from bootcamp_verl.reward import compute_score
 
 WRONG = 'Answer:\n```json\n{"result": 1}\n```'
@@ -162,7 +162,7 @@ def test_rows_of_other_data_run_as_verls_loop_with_the_same_keys(dataset_rows, r
 
 def test_a_failed_open_runs_no_model_turn_and_is_not_trained_on(dataset_rows, run_loop, load_tools, scripted_server,
                                                                  monkeypatch):
-    from bootcamp_core.errors import InfrastructureError
+    from bootcamp_core.plugin.errors import InfrastructureError
 
     row = rows_of(dataset_rows, "bootcamp/mini")[0]
     tools = load_tools()
@@ -187,7 +187,7 @@ def test_a_failed_open_runs_no_model_turn_and_is_not_trained_on(dataset_rows, ru
 
 def test_a_tool_failing_mid_episode_masks_the_whole_trajectory(dataset_rows, run_loop, load_tools, scripted_server,
                                                                call, monkeypatch):
-    from bootcamp_core.errors import InfrastructureError
+    from bootcamp_core.plugin.errors import InfrastructureError
 
     row = rows_of(dataset_rows, "bootcamp/mini")[0]
     tools = load_tools()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bootcamp_core.recordio import read_jsonl
+from bootcamp_core.data.io import read_jsonl
 from bootcamp_verl.reward import RESULT_KEYS
 
 

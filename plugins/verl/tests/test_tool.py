@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from bootcamp_core.errors import ConfigError, UnknownIdError
-from bootcamp_core.plugins import get_registry
+from bootcamp_core.plugin.errors import ConfigError, UnknownIdError
+from bootcamp_core.plugin.loader import get_registry
 from bootcamp_verl.tool import INSTANCE_ATTRIBUTE, BootcampTool
 
 
@@ -167,7 +167,7 @@ def test_bad_tool_configs_are_clear_errors(config, schema_name, error):
 def test_verls_loader_takes_only_native_tools_so_a_served_tool_is_native_with_a_url(tmp_path):
     from verl.tools.tool_registry import initialize_tools_from_config
 
-    from bootcamp_core.remote import RemoteTool
+    from bootcamp_core.serve.client import RemoteTool
 
     entry = {"class_name": "bootcamp_verl.tool.BootcampTool",
              "config": {"type": "remote", "tool_id": "example/calculator", "url": "http://127.0.0.1:9"}}

@@ -1,11 +1,5 @@
-"""The tool server: bootcamp tools served over HTTP by workers behind a routing master.
+"""Moved to :mod:`bootcamp_core.serve`: this path still works, with a DeprecationWarning, until 0.2."""
 
-A worker (:mod:`.worker`) holds tool instances; the master (:mod:`.master`) routes every call of an instance id to
-the worker that holds it and sends a new instance to the least-loaded healthy worker serving its bootcamp;
-:func:`.launch.serve` runs either, or both ("unified": a master and N worker processes). The HTTP API is documented
-in ``docs/tool-server.md``; :mod:`bootcamp_core.remote` is its client.
-"""
+from bootcamp_core._moved import forward
 
-from bootcamp_core.server.launch import ServeConfig, serve
-
-__all__ = ["ServeConfig", "serve"]
+__getattr__ = forward(__name__, "bootcamp_core.serve")

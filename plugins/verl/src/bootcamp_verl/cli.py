@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from bootcamp_core.errors import BootcampError, ConfigError
+from bootcamp_core.plugin.errors import BootcampError, ConfigError
 
 EXPORT_DESCRIPTION = """\
 Write what `python -m verl.trainer.main_ppo` needs to train on bootcamp datasets (written by `bootcamp generate`):
@@ -65,8 +65,8 @@ def _component_configs(path: str | None, kind: str) -> dict[str, dict]:
     """{component id: constructor config} of a tool or interaction config file."""
     if not path:
         return {}
-    from bootcamp_core.config import load_component_config
-    from bootcamp_core.plugins import get_registry
+    from bootcamp_core.data.config import load_component_config
+    from bootcamp_core.plugin.loader import get_registry
 
     registry = get_registry()
     configs = {}

@@ -21,11 +21,11 @@ from typing import Any
 
 import attrs
 
-from bootcamp_core.errors import BootcampError, ConfigError
-from bootcamp_core.plugins import Registry, get_registry
-from bootcamp_core.recordio import AtomicFile, dumps, read_records
-from bootcamp_core.records import GeneratedSample
-from bootcamp_core.rollout import message_text
+from bootcamp_core.plugin.errors import BootcampError, ConfigError
+from bootcamp_core.plugin.loader import Registry, get_registry
+from bootcamp_core.data.io import AtomicFile, dumps, read_records
+from bootcamp_core.data.records import GeneratedSample
+from bootcamp_core.episode.engine import message_text
 from bootcamp_verl.schemas import VerlSchema, verl_schema
 
 __all__ = [
@@ -149,8 +149,8 @@ def _tool_schemas(tool_ids: dict[str, str], options: ExportOptions,
     if options.tool_server:
         import anyio
 
-        from bootcamp_core.errors import InfrastructureError
-        from bootcamp_core.remote import ToolServerClient
+        from bootcamp_core.plugin.errors import InfrastructureError
+        from bootcamp_core.serve.client import ToolServerClient
 
         async def fetch() -> dict[str, dict]:
             client = ToolServerClient(options.tool_server)

@@ -30,8 +30,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from bootcamp_core.records import normalize_record
-from bootcamp_core.rollout import score_trajectory
+from bootcamp_core.data.records import normalize_record
+from bootcamp_core.episode.engine import score_trajectory
 
 __all__ = ["RESULT_KEYS", "compute_score"]
 
@@ -98,7 +98,7 @@ def _reward_id(data_source: str, bootcamp: Any, registry: Any) -> str:
 
 
 def _score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict, verify_kwargs: dict) -> dict:
-    from bootcamp_core.plugins import get_registry
+    from bootcamp_core.plugin.loader import get_registry
 
     failure = extra_info.get("infrastructure_error")
     if failure:  # the episode did not run to its end: nothing to judge (bootcamp eval does not score it either)

@@ -32,7 +32,7 @@ Tool config entry (``tool_config.yaml``, written by ``bootcamp verl export``)::
       tool_schema: {type: function, function: {name: ..., description: ..., parameters: ...}}
 
 Errors read like ``bootcamp eval``'s: a raising, slow or misused tool answers ``Error: ...`` (the model's mistake);
-an :class:`~bootcamp_core.errors.InfrastructureError` (a tool server down) is recorded on the trajectory
+an :class:`~bootcamp_core.plugin.errors.InfrastructureError` (a tool server down) is recorded on the trajectory
 (:data:`FAILURE_ATTRIBUTE`) and raised.
 """
 
@@ -54,9 +54,9 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.rollout_trace import rollout_trace_op
 
-from bootcamp_core.errors import ConfigError, InfrastructureError, ModelError
-from bootcamp_core.records import normalize_record
-from bootcamp_core.rollout import jsonable
+from bootcamp_core.plugin.errors import ConfigError, InfrastructureError, ModelError
+from bootcamp_core.data.records import normalize_record
+from bootcamp_core.episode.engine import jsonable
 from bootcamp_verl.schemas import decode_json_parameters, verl_schema
 
 __all__ = ["FAILURE_ATTRIBUTE", "INSTANCE_ATTRIBUTE", "BootcampTool", "identity_from"]
@@ -148,7 +148,7 @@ class BootcampTool(BaseTool):
     def _bootcamp_tool(tool_id: str, config: dict, tool_schema: OpenAIFunctionToolSchema | None,
                        call_timeout_s: float) -> Any:
         if config.get("url") or config.get("type") == "remote":
-            from bootcamp_core.remote import remote_tool
+            from bootcamp_core.serve.client import remote_tool
 
             if not config.get("url"):
                 raise ConfigError(f"tool {tool_id}: a remote tool needs url (the tool server)")
@@ -156,7 +156,7 @@ class BootcampTool(BaseTool):
                 raise ConfigError(f"tool {tool_id}: a served tool is built by its server; give its constructor "
                                   "config to `bootcamp serve --tool-config`, not tool_config here")
             if tool_schema is not None:  # a server of another machine need not have the tool installed here
-                from bootcamp_core.remote import client_for
+                from bootcamp_core.serve.client import client_for
 
                 # the server stops a call at the same limit as the adapter (it would otherwise run on)
                 schema = {**tool_schema.model_dump(), "parallel_safe": bool(config.get("parallel_safe", False))}
@@ -164,7 +164,7 @@ class BootcampTool(BaseTool):
                                                                           call_timeout_s=call_timeout_s)
             return remote_tool(tool_id, {"url": config["url"], "token": config.get("token"),
                                          "call_timeout_s": call_timeout_s})
-        from bootcamp_core.plugins import get_registry
+        from bootcamp_core.plugin.loader import get_registry
 
         return get_registry().component("tool", tool_id, config.get("tool_config") or None)
 

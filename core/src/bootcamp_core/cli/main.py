@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bootcamp_core.__about__ import __version__
-from bootcamp_core.errors import BootcampError, ConfigError
+from bootcamp_core.plugin.errors import BootcampError, ConfigError
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -37,7 +37,7 @@ def _add(parser, *flags: str, **kwargs) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bootcamp_core.plugins import plugin_commands
+    from bootcamp_core.plugin.loader import plugin_commands
 
     extra = plugin_commands()
     epilog = ""
@@ -95,10 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
 
     # more built-in commands, one module each in bootcamp_core.commands: add_parser(sub) sets defaults(run=...)
-    from bootcamp_core import commands
-
-    for module_info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda info: info.name):
-        importlib.import_module(f"bootcamp_core.commands.{module_info.name}").add_parser(sub)
+    for name in ("demo", "eval", "postprocess", "rescore", "serve"):
+        importlib.import_module(f"bootcamp_core.cli.{name}").add_parser(sub)
     return parser
 
 
@@ -138,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _terminate_like_interrupt()
     parser = build_parser()
     if argv and argv[0] not in parser.get_default("builtin_commands") and not argv[0].startswith("-"):
-        from bootcamp_core.plugins import plugin_commands
+        from bootcamp_core.plugin.loader import plugin_commands
 
         command = plugin_commands().get(argv[0])
         if command is not None:
@@ -173,7 +171,7 @@ def _guarded(command) -> int:
 
 # ------------------------------------------------------------------------------------------------- plugins
 def cmd_plugins(args: argparse.Namespace) -> int:
-    from bootcamp_core.plugins import list_plugins
+    from bootcamp_core.plugin.loader import list_plugins
 
     plugins = list_plugins()
     if args.json:
@@ -215,7 +213,7 @@ def json_object_flag(text: str | None, flag: str) -> dict | None:
 
 def _overrides(args: argparse.Namespace) -> dict:
     global_config = json_object_flag(args.global_config_overrides, "--global-config-overrides")
-    from bootcamp_core.config import parse_split_samples
+    from bootcamp_core.data.config import parse_split_samples
 
     return {
         "seed": args.seed,
@@ -231,9 +229,9 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from bootcamp_core import generate as gen
-    from bootcamp_core.config import load_instruction_config
-    from bootcamp_core.plugins import get_registry
+    from bootcamp_core.data import generate as gen
+    from bootcamp_core.data.config import load_instruction_config
+    from bootcamp_core.plugin.loader import get_registry
 
     if args.max_workers < 1:
         raise ConfigError("--max-workers must be at least 1")
@@ -296,7 +294,7 @@ class _progress:
 
 # ------------------------------------------------------------------------------------------- new and check
 def cmd_new(args: argparse.Namespace) -> int:
-    from bootcamp_core.scaffold import new_bootcamp
+    from bootcamp_core.cli.new import new_bootcamp
 
     target = new_bootcamp(args.name, Path(args.output_dir), force=args.force)
     print(f"created {target}")

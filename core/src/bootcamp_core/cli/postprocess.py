@@ -14,7 +14,7 @@ Unreadable lines are skipped and listed with their line numbers."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from bootcamp_core.cli import _add, _Formatter
+    from bootcamp_core.cli.main import _add, _Formatter
 
     parser = sub.add_parser(
         "postprocess",

@@ -9,7 +9,7 @@ import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from bootcamp_core.cli import _add
+    from bootcamp_core.cli.main import _add
 
     parser = sub.add_parser(
         "rescore",
@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from bootcamp_core.cli import json_object_flag
+    from bootcamp_core.cli.main import json_object_flag
     from bootcamp_core.rescore import rescore_results
 
     verify_kwargs = json_object_flag(args.verify_correction_kwargs, "--verify-correction-kwargs")

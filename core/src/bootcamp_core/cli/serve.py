@@ -1,4 +1,4 @@
-"""``bootcamp serve``: the tool server (a thin wrapper over :func:`bootcamp_core.server.serve`).
+"""``bootcamp serve``: the tool server (a thin wrapper over :func:`bootcamp_core.serve.serve`).
 
 Modes: ``unified`` (default) runs a master and --num-workers worker processes in the foreground; ``master`` runs only
 the router, ``worker`` only a worker that registers with --master-url. Ctrl-C or SIGTERM stops everything it started.
@@ -10,7 +10,7 @@ import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from bootcamp_core.cli import _add
+    from bootcamp_core.cli.main import _add
 
     parser = sub.add_parser(
         "serve",
@@ -57,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bootcamp_core.server import ServeConfig, serve
+    from bootcamp_core.serve import ServeConfig, serve
 
     bootcamps = [name.strip() for value in args.bootcamps or () for name in value.split(",") if name.strip()]
     config = ServeConfig(

@@ -1,5 +1,5 @@
 """``bootcamp eval``: roll a policy out on a dataset and score it (a thin wrapper over
-:func:`bootcamp_core.evaluate.run_evaluation`). The original framework's ``run_evaluation`` flags, plus ``--policy``,
+:func:`bootcamp_core.evaluate.run.run_evaluation`). The original framework's ``run_evaluation`` flags, plus ``--policy``,
 ``--repeats``, ``--system-prompt``, ``--limit`` and ``--shard``; underscore spellings (``--dataset_path``) work too."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from bootcamp_core.cli import _add
+    from bootcamp_core.cli.main import _add
 
     parser = sub.add_parser(
         "eval",
@@ -70,11 +70,11 @@ def run(args: argparse.Namespace) -> int:
     import logging
     from pathlib import Path
 
-    from bootcamp_core.cli import json_object_flag
-    from bootcamp_core.errors import ConfigError
-    from bootcamp_core.evaluate import EvalConfig, parse_shard, run_evaluation
-    from bootcamp_core.policies import parse_extra_headers, parse_extra_params
-    from bootcamp_core.rollout import RolloutLimits
+    from bootcamp_core.cli.main import json_object_flag
+    from bootcamp_core.plugin.errors import ConfigError
+    from bootcamp_core.evaluate.run import EvalConfig, parse_shard, run_evaluation
+    from bootcamp_core.episode.policies import parse_extra_headers, parse_extra_params
+    from bootcamp_core.episode.engine import RolloutLimits
 
     if not args.dataset_path:
         raise ConfigError("--dataset-path is required: the records to evaluate (.jsonl, .json or .parquet)")

@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from bootcamp_core.demo import run_demo
+    from bootcamp_core.cli.demo_run import run_demo
 
     run_demo(Path(args.output_dir), samples=args.samples, seed=args.seed, max_concurrent=args.max_concurrent,
              progress=not args.quiet)

@@ -2,12 +2,12 @@
 
 ``bootcamp eval`` is a thin wrapper over :func:`run_evaluation`. What goes where, directly in ``output_dir``:
 
-- ``results.jsonl`` — one :class:`~bootcamp_core.records.EpisodeResult` per line, appended as each episode finishes,
+- ``results.jsonl`` — one :class:`~bootcamp_core.data.records.EpisodeResult` per line, appended as each episode finishes,
   flushed and fsynced, so a kill -9 leaves at most the line being written (resume drops it).
 - ``summary.json`` / ``summary.csv`` — per (data source, generator) and overall: count, successes, infrastructure
   and model errors, mean score (every episode in the denominator, an infrastructure failure scores 0), pass@k,
   mean assistant turns, tool calls and tokens.
-- ``report.html`` — self-contained and offline (:mod:`bootcamp_core.report`).
+- ``report.html`` — self-contained and offline (:mod:`bootcamp_core.evaluate.report`).
 
 Selection, in this order: ``bootcamp_registry`` keeps records whose bootcamp is listed; ``limit`` keeps the first N
 of those; ``shard=(i, n)`` keeps the ones whose position in the dataset file (0-based) is ``i`` modulo ``n``, so the
@@ -50,10 +50,10 @@ from typing import Any
 import anyio
 import attrs
 
-from bootcamp_core.errors import BootcampError, ConfigError, InfrastructureError, UnknownIdError
-from bootcamp_core.recordio import AtomicFile, dumps, read_jsonl, read_parquet
-from bootcamp_core.records import EpisodeResult, GeneratedSample, normalize_record
-from bootcamp_core.rollout import RolloutLimits, episode_id, run_episode
+from bootcamp_core.plugin.errors import BootcampError, ConfigError, InfrastructureError, UnknownIdError
+from bootcamp_core.data.io import AtomicFile, dumps, read_jsonl, read_parquet
+from bootcamp_core.data.records import EpisodeResult, GeneratedSample, normalize_record
+from bootcamp_core.episode.engine import RolloutLimits, episode_id, run_episode
 
 __all__ = [
     "EvalConfig",
@@ -164,7 +164,7 @@ class EvalConfig:
         }
 
     def policy_kind(self) -> str:
-        from bootcamp_core.policies import policy_kind
+        from bootcamp_core.episode.policies import policy_kind
 
         return policy_kind(self.policy, self.api_url)
 
@@ -338,8 +338,8 @@ def registry_filter(path: Path, registry) -> Any:
     ``data_source`` is ``bootcamp/<admitted namespace>`` (or a listed ``bootcamp_name`` itself, as in the original
     framework's records), or its generator id is in an admitted namespace.
     """
-    from bootcamp_core.config import load_instruction_config, load_registry_file
-    from bootcamp_core.generate import plan_groups
+    from bootcamp_core.data.config import load_instruction_config, load_registry_file
+    from bootcamp_core.data.generate import plan_groups
 
     namespaces: set[str] = set()
     names: set[str] = set()
@@ -399,7 +399,7 @@ def _check_record(record: dict, registry, cache: dict, served: dict[str, set[str
 
 def component_config(config: EvalConfig, registry) -> dict[str, dict]:
     """``--tool-config`` / ``--interaction-config`` files as {component id: constructor config}."""
-    from bootcamp_core.config import load_component_config
+    from bootcamp_core.data.config import load_component_config
 
     resolved: dict[str, dict] = {}
     for kind, path in (("tool", config.tool_config), ("interaction", config.interaction_config)):
@@ -774,7 +774,7 @@ def summary_csv(summary: dict) -> str:
 
 def write_summary(output_dir: str | os.PathLike, summary: dict, examples: list | None = None) -> None:
     """summary.json, summary.csv and report.html, each written atomically."""
-    from bootcamp_core.report import render_report
+    from bootcamp_core.evaluate.report import render_report
 
     output_dir = Path(output_dir)
     with AtomicFile(output_dir / SUMMARY_JSON) as handle:
@@ -854,7 +854,7 @@ def _failure_result(record: dict, repeat: int, key: str, error: BaseException, c
 
 
 async def _check_policy(policy: Any, representatives: list[dict]) -> None:
-    from bootcamp_core.policies import ReferencePolicy
+    from bootcamp_core.episode.policies import ReferencePolicy
 
     if isinstance(policy, ReferencePolicy):
         policy.check(representatives)
@@ -892,7 +892,7 @@ async def evaluate(config: EvalConfig, *, registry: Any = None, policy: Any = No
 
 async def _make_policy(config: EvalConfig, registry: Any) -> Any:
     """The policy the config describes; make_policy owns the rules (default kind, required flags, key from env)."""
-    from bootcamp_core.policies import make_policy
+    from bootcamp_core.episode.policies import make_policy
 
     return make_policy(config.policy, api_url=config.api_url, api_key=config.api_key, api_model=config.api_model,
                        extra_headers=config.api_extra_headers, extra_params=config.api_extra_params,
@@ -900,7 +900,7 @@ async def _make_policy(config: EvalConfig, registry: Any) -> Any:
 
 
 async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bool, redactor: Redactor) -> dict:
-    from bootcamp_core.plugins import get_registry
+    from bootcamp_core.plugin.loader import get_registry
 
     registry = registry or get_registry()
     keep = registry_filter(config.bootcamp_registry, registry) if config.bootcamp_registry else None
@@ -948,7 +948,7 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
         if config.dry_run:
             await _check_policy(policy, list(representatives.values()))
             return {"dry_run": True, "records": count, "episodes": count * config.repeats, "generators": generators}
-        from bootcamp_core.policies import ReferencePolicy
+        from bootcamp_core.episode.policies import ReferencePolicy
 
         if isinstance(policy, ReferencePolicy):  # a generator without a reference agent fails before any episode
             policy.check(list(representatives.values()))
@@ -957,7 +957,7 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
         if own_policy and hasattr(policy, "aclose"):
             await policy.aclose()
         if served:
-            from bootcamp_core.remote import client_for
+            from bootcamp_core.serve.client import client_for
 
             servers = {(c["url"], c.get("token")) for c in components.values() if c.get("type") == "remote"}
             for url, token in servers | ({(config.tool_server, None)} if config.tool_server else set()):
@@ -968,7 +968,7 @@ async def _served_tools(config: EvalConfig, components: dict[str, dict]) -> dict
     """{server URL: tool ids it serves} for --tool-server and remote tool-config entries; asks each server once,
     after waiting (boundedly) for its workers to register. Remote entries get the rollout's tool timeout, so the
     server stops a call when the episode gives up on it."""
-    from bootcamp_core.remote import client_for
+    from bootcamp_core.serve.client import client_for
 
     servers: dict[tuple[str, str | None], list[str]] = {}
     for tool_id, entry in components.items():

@@ -1,0 +1,3 @@
+from bootcamp_core.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""The whole loop on embedded defaults, offline: for every installed bootcamp with reference agents, generate a small
+test set, roll it out with the reference agents, score it, write the report, post-process the trajectories into
+training data. What ``bootcamp demo`` runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from bootcamp_core.data.generate import concat_outputs, config_for_bootcamp, generate_many, plan_groups
+from bootcamp_core.plugin.loader import Registry, get_registry
+from bootcamp_core.episode.engine import RolloutLimits
+
+__all__ = ["DemoResult", "plan_demo", "run_demo"]
+
+
+@attrs.define
+class DemoResult:
+    """Where everything went, what was skipped and the evaluation summary."""
+
+    dataset: Path | None = None
+    results: Path | None = None
+    report: Path | None = None
+    training_data: Path | None = None
+    summary: dict = attrs.field(factory=dict)
+    skipped: list[str] = attrs.field(factory=list)
+
+
+def plan_demo(registry: Registry, samples: int, seed: int | None = None) -> tuple[list[Any], list[str]]:
+    """(instruction configs of the bootcamps the demo plays, one note per bootcamp it skips)."""
+    from bootcamp_core.episode.policies import ReferencePolicy
+
+    agents = ReferencePolicy(registry).agents()
+    configs, notes = [], []
+    for namespace in registry.namespaces():
+        config = config_for_bootcamp(namespace, registry, {"split_samples": {"test": samples}, "seed": seed,
+                                                           "gen_parquet": False})
+        missing = sorted({plan.generator for plan in plan_groups(config, registry)} - set(agents))
+        if missing:
+            notes.append(f"skipped {namespace}: no reference agent plays {', '.join(missing)}")
+            continue
+        configs.append(config)
+    return configs, notes
+
+
+def run_demo(
+    output_dir: Path,
+    *,
+    samples: int = 5,
+    seed: int | None = None,
+    max_concurrent: int = 8,
+    progress: bool = True,
+    registry: Registry | None = None,
+) -> DemoResult:
+    """Generate → evaluate with reference agents → report → post-process, printing a summary table."""
+    from bootcamp_core.evaluate.run import EvalConfig, run_evaluation
+    from bootcamp_core.postprocess import postprocess
+
+    registry = registry or get_registry()
+    output_dir = Path(output_dir)
+    result = DemoResult()
+    configs, result.skipped = plan_demo(registry, samples, seed)
+    for note in result.skipped:
+        print(note, file=sys.stderr)
+    if not configs:
+        from bootcamp_core.plugin.errors import ConfigError
+
+        raise ConfigError("no installed bootcamp has reference agents for its generators; nothing to demonstrate")
+    data_dir, eval_dir = output_dir / "data", output_dir / "eval"
+    reports = generate_many(configs, data_dir, registry=registry)
+    concat_outputs(reports, data_dir, name="demo")
+    result.dataset = data_dir / "demo_test.jsonl"
+    result.summary = run_evaluation(
+        EvalConfig(dataset_path=result.dataset, output_dir=eval_dir, policy="reference",
+                   max_concurrent=max_concurrent, overwrite=True, limits=DEMO_LIMITS),
+        registry=registry,
+        progress=progress,
+    )
+    result.results, result.report = eval_dir / "results.jsonl", eval_dir / "report.html"
+    result.training_data = eval_dir / "training_data.jsonl"
+    postprocess(result.results, result.training_data, filter_success=True, extract_training=True)
+    _print_summary(result)
+    return result
+
+
+#: reference agents end their episodes themselves; some tasks (a 10-hand poker match) take dozens of turns, more
+#: than `bootcamp eval`'s defaults, which follow the original framework
+DEMO_LIMITS = RolloutLimits(max_assistant_turns=200, max_user_turns=400)
+
+
+def _print_summary(result: DemoResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="bootcamp demo: reference agents on freshly generated tasks")
+    for column in ("data source", "generator", "episodes", "score", "pass@1", "turns", "tool calls", "infra errors"):
+        table.add_column(column, justify="left" if column in {"data source", "generator"} else "right")
+    for group in result.summary.get("groups", []):
+        table.add_row(
+            group["data_source"], group["generator"], str(group["count"]), f"{group['mean_score']:.3f}",
+            f"{group['pass_at_k'].get('pass@1', 0.0):.3f}", f"{group['mean_assistant_turns']:.2f}",
+            str(group["tool_calls"]), str(group["infrastructure_errors"]),
+        )
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)  # a pipe or a CI log: no terminal width to fit, keep rows on one line
+    console.print(table)
+    training = sum(1 for _ in open(result.training_data, encoding="utf-8")) if result.training_data else 0
+    console.print(f"dataset        {result.dataset}")
+    console.print(f"trajectories   {result.results}")
+    console.print(f"report         {result.report}")
+    console.print(f"training data  {result.training_data} ({training} records)")

@@ -1,0 +1,65 @@
+"""``bootcamp new NAME``: a new bootcamp package rendered from bootcamp-example, the living template.
+
+The template is bootcamp-example itself (packaged into bootcamp-core's wheel, or read from the source tree in a
+development install). It spells its namespace only as ``example`` (ids ``example/...``, ``bootcamp_example``,
+``bootcamp-example``), so rendering is a word substitution and the result is a working bootcamp under the new name.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from importlib import resources
+from pathlib import Path
+
+from bootcamp_core.plugin.errors import BootcampError, ConfigError
+from bootcamp_core.plugin.loader import NAMESPACE_PATTERN
+
+TEMPLATE_NAMESPACE = "example"
+_WORD = re.compile(r"(?<![A-Za-z0-9])example(?![A-Za-z0-9])")
+_SKIP_DIRS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache", ".venv", "build", "dist"}
+
+
+def template_root() -> Path:
+    """Where the template lives: inside the installed wheel, else the source tree's bootcamp-example/."""
+    packaged = resources.files("bootcamp_core") / "_template"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    source_tree = Path(__file__).resolve().parents[4] / "bootcamp-example"
+    if (source_tree / "pyproject.toml").is_file():
+        return source_tree
+    raise BootcampError("this install of bootcamp-core has no bootcamp template; reinstall bootcamp-core")
+
+
+def render(text: str, namespace: str) -> str:
+    """The template's text with its namespace replaced (``bootcamp-example`` → ``bootcamp-my-task``, ...)."""
+    text = text.replace(f"bootcamp-{TEMPLATE_NAMESPACE}", f"bootcamp-{namespace.replace('_', '-')}")
+    return _WORD.sub(namespace, text)
+
+
+def new_bootcamp(namespace: str, output_dir: Path = Path("."), *, force: bool = False) -> Path:
+    """Create ``<output_dir>/bootcamp-<namespace>/``: a complete, installable, tested bootcamp package."""
+    if not NAMESPACE_PATTERN.match(namespace) or not namespace[0].isalpha():
+        raise ConfigError(
+            f'"{namespace}" is not a valid namespace: start with a letter, then lowercase letters, digits or "_"'
+        )
+    source = template_root()
+    target = Path(output_dir) / render(source.name if source.name != "_template" else "bootcamp-example", namespace)
+    if target.exists():
+        if not force:
+            raise ConfigError(f"{target} already exists (use --force to overwrite it)")
+        shutil.rmtree(target)
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if any(part in _SKIP_DIRS or part.endswith(".egg-info") for part in relative.parts) or path.suffix == ".pyc":
+            continue
+        destination = target / Path(*(render(part, namespace) for part in relative.parts))
+        if path.is_dir():
+            destination.mkdir(parents=True, exist_ok=True)
+            continue
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            destination.write_text(render(path.read_text(encoding="utf-8"), namespace), encoding="utf-8")
+        except UnicodeDecodeError:
+            shutil.copyfile(path, destination)
+    return target

@@ -1,0 +1,684 @@
+"""Dataset generation: instruction configs → JSONL (and Parquet) files of records.
+
+Record *i* of a split is a pure function of (config, seed, split, *i*): its ``random.Random`` is seeded from those
+alone, so shuffling and the worker count never change the bytes. Splits are streamed: a shuffle permutes indices,
+never records, and nothing holds a whole split in memory. Every file is written under a temporary name and renamed
+when complete.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import gc
+import hashlib
+import json
+import logging
+import multiprocessing
+import os
+import random
+import shutil
+import signal
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import attrs
+
+from bootcamp_core.data.config import (
+    InstructionConfig,
+    allocate,
+    config_stem,
+    load_component_config,
+    load_instruction_config,
+    load_registry_file,
+    parse_instruction_config,
+)
+from bootcamp_core.plugin.errors import BootcampError, ConfigError, GenerationError
+from bootcamp_core.plugin.loader import Registry, get_registry
+from bootcamp_core.data.io import PARQUET_BATCH_ROWS, AtomicFile, JsonlWriter, ParquetWriter, dumps
+from bootcamp_core.data.records import data_source_for
+
+logger = logging.getLogger("bootcamp_core")
+
+__all__ = [
+    "GroupPlan",
+    "GenerationReport",
+    "plan_groups",
+    "iter_records",
+    "generate",
+    "generate_many",
+    "default_config_for",
+    "config_for_bootcamp",
+]
+
+#: A generator that raises is retried this many times in all, each time with a fresh rng derived from the seed.
+MAX_ATTEMPTS = 5
+#: Rows per chunk of work handed to a pool worker.
+CHUNK_ROWS = 20_000
+
+ProgressCallback = Callable[[int], None]
+
+
+@attrs.frozen
+class GroupPlan:
+    """What every record of one group names: its generator, tools, interaction, reward and their versions."""
+
+    group_name: str
+    generator: str
+    config: dict = attrs.field(eq=False)
+    data_source: str = ""
+    tools: tuple[str, ...] = ()
+    tool_names: tuple[str, ...] = ()
+    interaction: str | None = None
+    reward: str = ""
+    versions: dict[str, str] = attrs.field(factory=dict, eq=False)
+
+
+def _one_generator(registry: Registry, namespace: str | None) -> str | None:
+    if namespace is None:
+        return None
+    ids = [gid for gid in registry.ids("generator") if gid.split("/", 1)[0] == namespace]
+    return ids[0] if len(ids) == 1 else None
+
+
+def plan_groups(config: InstructionConfig, registry: Registry | None = None) -> list[GroupPlan]:
+    """Resolve every group's generator, tools, interaction and reward to installed ids (clear errors otherwise)."""
+    registry = registry or get_registry()
+    plans = []
+    for group in config.groups:
+        ref = group.class_name or config.class_name or _one_generator(registry, config.namespace)
+        if not ref:
+            raise ConfigError(
+                f"group {group.name!r} names no generator: set global_config.class_name or the group's class_name "
+                "to a generator id (`bootcamp plugins` lists them)"
+            )
+        generator_id = registry.resolve("generator", ref, config.namespace)
+        cls = registry.get_class("generator", generator_id)
+        namespace = generator_id.split("/", 1)[0]
+
+        tool_config = group.tool_config_path or config.tool_config_path
+        if config.no_tool:
+            tool_refs: Sequence[str] = ()
+        elif tool_config is not None:
+            tool_refs = [entry.class_name for entry in load_component_config(tool_config, "tool")]
+        else:
+            tool_refs = tuple(cls.tools or ())
+        tools = tuple(registry.resolve("tool", tool_ref, namespace) for tool_ref in tool_refs)
+        tool_names = tuple(registry.get_class("tool", tool_id).name for tool_id in tools)
+        if len(set(tool_names)) != len(tool_names):
+            clashes = sorted({name for name in tool_names if tool_names.count(name) > 1})
+            raise ConfigError(
+                f"group {group.name!r}: a record's tool names must be distinct, but {', '.join(clashes)} "
+                f"is the name of more than one of {', '.join(tools)}. Drop one of them from the tool config"
+            )
+
+        interaction_config = group.interaction_config_path or config.interaction_config_path
+        interaction_ref: str | None
+        if config.no_interaction:
+            interaction_ref = None
+        elif interaction_config is not None:
+            entries = load_component_config(interaction_config, "interaction")
+            if len(entries) > 1:
+                logger.warning("%s: several interactions listed; records name the first", interaction_config)
+            interaction_ref = entries[0].class_name if entries else None
+        else:
+            interaction_ref = cls.interaction
+        interaction = registry.resolve("interaction", interaction_ref, namespace) if interaction_ref else None
+
+        reward_ref = getattr(cls, "reward", None)
+        if not reward_ref:
+            raise ConfigError(f"generator {generator_id} names no reward: set the class attribute `reward`")
+        reward = registry.resolve("reward", reward_ref, namespace)
+        used = [("generator", generator_id), ("reward", reward), *(("tool", tool) for tool in tools)]
+        if interaction:
+            used.append(("interaction", interaction))
+        plans.append(
+            GroupPlan(
+                group_name=group.name,
+                generator=generator_id,
+                config=dict(group.config),
+                data_source=data_source_for(namespace),
+                tools=tools,
+                tool_names=tool_names,
+                interaction=interaction,
+                reward=reward,
+                versions=registry.versions_for(used),
+            )
+        )
+    return plans
+
+
+# -------------------------------------------------------------------------------------------- the hot path
+_PROMPT, _IDENTITY, _INDEX = "\x00prompt\x00", "\x00identity\x00", "\x00index\x00"
+
+
+def _line_template(plan: GroupPlan, split: str) -> str:
+    """The record's JSON line as a %-template, made by ``json.dumps`` itself so the bytes always match it."""
+    record = {
+        "data_source": plan.data_source,
+        "prompt": [{"role": "user", "content": _PROMPT}],
+        "reward_model": {"ground_truth": _IDENTITY, "style": "rule"},
+        "extra_info": {
+            "index": _INDEX,
+            "split": split,
+            "generator_name": plan.group_name,
+            "tools_kwargs": {name: {"create_kwargs": {"identity": _IDENTITY}} for name in plan.tool_names},
+            "need_tools_kwargs": bool(plan.tool_names),
+            **({"interaction_kwargs": {"name": plan.interaction, "identity": _IDENTITY}} if plan.interaction else {}),
+            "bootcamp": {
+                "generator": plan.generator,
+                "tools": list(plan.tools),
+                "interaction": plan.interaction,
+                "reward": plan.reward,
+                "versions": plan.versions,
+            },
+        },
+    }
+    text = dumps(record).replace("%", "%%")
+    for sentinel, slot in ((_PROMPT, "%(p)s"), (_IDENTITY, "%(i)s"), (_INDEX, "%(n)d")):
+        text = text.replace(dumps(sentinel), slot)
+    return text
+
+
+def _stream_seed(seed: int, split: str, purpose: str) -> int:
+    digest = hashlib.blake2b(f"{seed}\x1f{split}\x1f{purpose}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def permutation(seed: int, split: str, count: int) -> array:
+    """The shuffle order of a split: a permutation of indices (8 bytes each), never of records."""
+    order = array("q", range(count))
+    random.Random(_stream_seed(seed, split, "shuffle")).shuffle(order)
+    return order
+
+
+class _Emitted(NamedTuple):
+    line: str
+    prompt: Any
+    identity_json: str
+    group: int
+
+
+class _SplitProducer:
+    """Produces the records of one split of one config, by output position."""
+
+    def __init__(self, config: InstructionConfig, plans: list[GroupPlan], registry: Registry, split: str) -> None:
+        self.config, self.plans, self.split = config, plans, split
+        count = config.split_samples[split]
+        counts = allocate(count, [group.ratio for group in config.groups])
+        self.bounds = list(_cumulative(counts))
+        self.generators = [registry.component("generator", plan.generator, plan.config) for plan in plans]
+        self.templates = [_line_template(plan, split) for plan in plans]
+        self.base_seed = _stream_seed(config.seed, split, "records")
+        self.order = permutation(config.seed, split, count) if config.shuffle else None
+        splits = list(config.split_samples)
+        self.offset = sum(config.split_samples[name] for name in splits[: splits.index(split)])
+
+    def emit(self, position: int) -> _Emitted:
+        source = self.order[position] if self.order is not None else position
+        group = bisect.bisect_right(self.bounds, source)
+        plan, generator = self.plans[group], self.generators[group]
+        identity_json, prompt = self._draw(generator, plan, source)
+        line = self.templates[group] % {"p": dumps(prompt), "i": identity_json, "n": self.offset + position}
+        return _Emitted(line, prompt, identity_json, group)
+
+    def _draw(self, generator: Any, plan: GroupPlan, source: int) -> tuple[str, Any]:
+        """(identity as JSON, prompt) of the record at ``source``, retrying a generator that raises."""
+        last_error: BaseException | None = None
+        for attempt in range(MAX_ATTEMPTS):
+            rng = random.Random(self.base_seed + source if attempt == 0 else
+                                _stream_seed(self.base_seed + source, self.split, f"retry{attempt}"))
+            try:
+                identity = generator.case_generator(rng)
+                if not isinstance(identity, dict):
+                    raise TypeError(f"case_generator returned {type(identity).__name__}, not a dict")
+                prompt = generator.prompt_func(identity, rng)
+                if not isinstance(prompt, (str, list)) or not prompt:
+                    raise TypeError(f"prompt_func returned {type(prompt).__name__} {prompt!r:.40}, not a non-empty str or list")
+                return dumps(identity), prompt
+            except Exception as error:  # the plugin's bug: retried, then reported with everything needed to replay
+                last_error = error
+        raise GenerationError(
+            f"generator {plan.generator} (group {plan.group_name!r}) failed {MAX_ATTEMPTS} times for seed "
+            f"{self.config.seed}, split {self.split!r}, index {source}: {type(last_error).__name__}: {last_error}"
+        ) from last_error
+
+
+def _cumulative(counts: list[int]) -> Iterator[int]:
+    total = 0
+    for count in counts[:-1]:
+        total += count
+        yield total
+
+
+def iter_records(
+    config: InstructionConfig, split: str, registry: Registry | None = None, start: int = 0, stop: int | None = None
+) -> Iterator[dict]:
+    """The records of one split as dicts (a documented, scriptable view of what ``generate`` writes)."""
+    registry = registry or get_registry()
+    producer = _SplitProducer(config, plan_groups(config, registry), registry, split)
+    stop = config.split_samples[split] if stop is None else stop
+    for position in range(start, stop):
+        yield json.loads(producer.emit(position).line)
+
+
+class _ParquetColumns:
+    """Buffers (record, index) pairs and writes them to Parquet column by column, constant parts built once."""
+
+    def __init__(self, writer: ParquetWriter, plans: list[GroupPlan], split: str) -> None:
+        import pyarrow as pa
+
+        self.pa, self.writer, self.plans, self.split = pa, writer, plans, split
+        extra = writer.schema.field("extra_info").type
+        self.bootcamp_type = extra.field("bootcamp").type
+        self.tools_type = extra.field("tools_kwargs").type
+        self.bootcamps = pa.array(
+            [
+                {"generator": plan.generator, "tools": list(plan.tools), "interaction": plan.interaction,
+                 "reward": plan.reward, "versions": list(plan.versions.items())}
+                for plan in plans
+            ],
+            type=self.bootcamp_type,
+        )
+        self.rows: list[tuple[_Emitted, int]] = []
+
+    def add(self, emitted: _Emitted, index: int) -> None:
+        self.rows.append((emitted, index))
+        if len(self.rows) >= PARQUET_BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.rows:
+            return
+        pa, plans, count = self.pa, self.plans, len(self.rows)
+        emitted_rows = [row[0] for row in self.rows]
+        group_list = [row.group for row in emitted_rows]
+        groups = pa.array(group_list, pa.int32())
+        identities = pa.array([row.identity_json for row in emitted_rows], pa.string())
+        string = pa.string()
+
+        def per_group(values: list) -> Any:
+            return pa.array(values).take(groups)
+
+        text = [row.prompt if isinstance(row.prompt, str) else None for row in emitted_rows]
+        parts = [None if isinstance(row.prompt, str) else dumps(row.prompt) for row in emitted_rows]
+        user = pa.StructArray.from_arrays(
+            [pa.array(["user"] * count, string), pa.array(text, string), pa.array(parts, string)],
+            names=["role", "content", "content_parts"],
+        )
+        prompt = pa.ListArray.from_arrays(pa.array(range(count + 1), pa.int32()), user)
+        reward_model = pa.StructArray.from_arrays(
+            [identities, pa.array(["rule"] * count, string)], names=["ground_truth", "style"]
+        )
+        tool_counts = [len(plans[group].tool_names) for group in group_list]
+        offsets = [0]
+        for tool_count in tool_counts:
+            offsets.append(offsets[-1] + tool_count)
+        keys = [name for group in group_list for name in plans[group].tool_names]
+        tool_identities = identities.take(pa.array(
+            [row for row, tool_count in enumerate(tool_counts) for _ in range(tool_count)], pa.int64()))
+        items = pa.StructArray.from_arrays(
+            [pa.StructArray.from_arrays([tool_identities], names=["identity"])], names=["create_kwargs"]
+        )
+        tools_kwargs = pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, string), items,
+                                               type=self.tools_type)
+        has_interaction = [plan.interaction is not None for plan in plans]
+        interaction = pa.StructArray.from_arrays(
+            [per_group([plan.interaction for plan in plans]).cast(string), identities],
+            names=["name", "identity"],
+            mask=pa.array([not has_interaction[group] for group in group_list]),
+        )
+        extra_info = pa.StructArray.from_arrays(
+            [
+                pa.array([row[1] for row in self.rows], pa.int64()),
+                pa.array([self.split] * count, string),
+                per_group([plan.group_name for plan in plans]),
+                tools_kwargs,
+                per_group([bool(plan.tool_names) for plan in plans]),
+                interaction,
+                self.bootcamps.take(groups),
+            ],
+            fields=list(self.writer.schema.field("extra_info").type),
+        )
+        table = pa.Table.from_arrays(
+            [per_group([plan.data_source for plan in plans]), prompt, reward_model, extra_info],
+            schema=self.writer.schema,
+        )
+        self.writer.write_table(table)
+        self.rows = []
+
+
+def _write_range(
+    config: InstructionConfig,
+    split: str,
+    start: int,
+    stop: int,
+    jsonl_path: Path,
+    parquet_path: Path | None,
+    registry: Registry | None = None,
+    progress: ProgressCallback | None = None,
+) -> int:
+    registry = registry or get_registry()
+    plans = plan_groups(config, registry)
+    producer = _SplitProducer(config, plans, registry, split)
+    step = 2048
+    with contextlib.ExitStack() as stack:
+        write_line = stack.enter_context(JsonlWriter(jsonl_path)).write_line
+        parquet = None
+        if parquet_path:
+            parquet = _ParquetColumns(stack.enter_context(ParquetWriter(parquet_path)), plans, split)
+        offset = producer.offset
+        for position in range(start, stop):
+            emitted = producer.emit(position)
+            write_line(emitted.line)
+            if parquet:
+                parquet.add(emitted, offset + position)
+            if progress and (position - start + 1) % step == 0:
+                progress(step)
+        if parquet:
+            parquet.flush()
+    if progress:
+        progress((stop - start) % step)
+    return stop - start
+
+
+#: The registry of the pool being run; forked workers inherit it, so they resolve ids exactly as the caller did.
+_pool_registry: Registry | None = None
+
+
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Delay SIGINT and SIGTERM for the block (where the platform can), delivering them after it."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _worker_signals() -> None:
+    """In a pool worker: Ctrl-C is the parent's to handle (it stops the pool); SIGTERM ends the worker at once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _INTERRUPTS)
+
+
+def _write_range_job(args: tuple) -> tuple[int, int]:
+    """Pool entry point: (config number, split, start, stop, part paths...) → (config number, rows written)."""
+    number, config, split, start, stop, jsonl_path, parquet_path = args
+    _write_range(config, split, start, stop, jsonl_path, parquet_path, _pool_registry)
+    return number, stop - start
+
+
+# ----------------------------------------------------------------------------------------------- reports
+@attrs.define
+class GenerationReport:
+    """What one config produced: its files and per-split counts, or its error."""
+
+    name: str
+    files: list[Path] = attrs.field(factory=list)
+    counts: dict[str, int] = attrs.field(factory=dict)
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "files": [str(f) for f in self.files], "counts": self.counts, "error": self.error}
+
+
+def _output_paths(config: InstructionConfig, output_dir: Path, split: str) -> tuple[Path, Path | None]:
+    jsonl = output_dir / f"{config.name}_{split}.jsonl"
+    return jsonl, (jsonl.with_suffix(".parquet") if config.gen_parquet else None)
+
+
+def generate(
+    config: InstructionConfig,
+    output_dir: str | os.PathLike,
+    *,
+    max_workers: int = 1,
+    registry: Registry | None = None,
+    progress: ProgressCallback | None = None,
+) -> GenerationReport:
+    """Generate every split of ``config`` into ``output_dir`` (``<name>_<split>.jsonl`` and ``.parquet``)."""
+    reports = generate_many([config], output_dir, max_workers=max_workers, registry=registry, progress=progress)
+    if reports[0].error:
+        raise GenerationError(reports[0].error)
+    return reports[0]
+
+
+def generate_many(
+    configs: Sequence[InstructionConfig],
+    output_dir: str | os.PathLike,
+    *,
+    max_workers: int = 1,
+    continue_on_error: bool = False,
+    registry: Registry | None = None,
+    progress: ProgressCallback | None = None,
+) -> list[GenerationReport]:
+    """Generate several configs; with ``max_workers > 1`` chunks of every split run in a process pool.
+
+    A config whose plan fails (unknown id, bad tool config) or whose generator keeps raising gets its error in its
+    report; without ``continue_on_error`` the first failure stops the run and is raised.
+    """
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    registry = registry or get_registry()
+    reports = [GenerationReport(config.name) for config in configs]
+    names = [config.name for config in configs]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ConfigError(f"several configs would write the same files: {', '.join(duplicates)}; give them distinct names")
+    runnable: list[int] = []
+    for number, config in enumerate(configs):
+        try:
+            if config.error:
+                raise ConfigError(config.error)
+            plan_groups(config, registry)
+            runnable.append(number)
+        except BootcampError as error:
+            reports[number].error = f"{config.name}: {error}"
+            if not continue_on_error:
+                raise
+    if max_workers <= 1:
+        for number in runnable:
+            config = configs[number]
+            try:
+                for split, count in config.split_samples.items():
+                    jsonl, parquet = _output_paths(config, output_dir, split)
+                    _write_range(config, split, 0, count, jsonl, parquet, registry, progress)
+                    _record_files(reports[number], split, count, jsonl, parquet)
+            except BootcampError as error:
+                reports[number].error = f"{config.name}: {error}"
+                if not continue_on_error:
+                    raise
+        return reports
+    _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_error, reports, progress, registry)
+    return reports
+
+
+def _record_files(report: GenerationReport, split: str, count: int, jsonl: Path, parquet: Path | None) -> None:
+    report.counts[split] = count
+    report.files.append(jsonl)
+    if parquet:
+        report.files.append(parquet)
+
+
+def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_error, reports, progress,
+                      registry=None) -> None:
+    global _pool_registry
+    parts_dir = output_dir / f".parts-{os.getpid()}"
+    jobs: dict[int, list[tuple]] = {}
+    for number in runnable:
+        config = configs[number]
+        for split, count in config.split_samples.items():
+            # several chunks per worker keep both busy when configs differ in cost
+            chunk = max(1, min(CHUNK_ROWS, -(-count // (4 * max_workers))))
+            for start in range(0, max(count, 1), chunk):
+                stop = min(count, start + chunk)
+                stem = parts_dir / f"{number}_{split}_{start:012d}"
+                jobs.setdefault(number, []).append(
+                    (number, config, split, start, stop, stem.with_suffix(".jsonl"),
+                     stem.with_suffix(".parquet") if config.gen_parquet else None)
+                )
+    _pool_registry = registry
+    try:
+        parts_dir.mkdir(exist_ok=True)  # inside the try: an interrupt from here on removes it again
+        # fork: workers inherit the loaded plugins (and a registry passed in) instead of loading them again
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork") if "fork" in methods else None
+        # frozen objects are skipped by the children's garbage collector, which would otherwise touch (and so copy)
+        # every page of the parent's heap
+        gc.freeze()
+        # Ctrl-C / SIGTERM must not land while a worker is being forked (an interrupt inside fork's handlers
+        # leaves a broken pool that never finishes): hold them until every worker exists; one that arrived
+        # meanwhile is raised as the block ends, inside the try, so the pool is still shut down
+        pool = None
+        try:
+            with _signals_held():
+                pool = ProcessPoolExecutor(max_workers=max_workers, mp_context=context, initializer=_worker_signals)
+                futures = {pool.submit(_write_range_job, job): job for number in jobs for job in jobs[number]}
+            failed: set[int] = set()
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for future in done:
+                    job = futures[future]
+                    error = future.exception()
+                    if error is None:
+                        if progress:
+                            progress(job[4] - job[3])
+                        continue
+                    number = job[0]
+                    if number not in failed:
+                        failed.add(number)
+                        message = str(error) if isinstance(error, BootcampError) else f"{type(error).__name__}: {error}"
+                        reports[number].error = f"{configs[number].name}: {message}"
+                    if not continue_on_error:
+                        raise error
+        finally:
+            # an error or an interrupt: chunks not started never start; running ones finish, then all is removed
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        for number in runnable:
+            if reports[number].error:
+                continue
+            config = configs[number]
+            for split, count in config.split_samples.items():
+                parts = [job for job in jobs[number] if job[2] == split]
+                jsonl, parquet = _output_paths(config, output_dir, split)
+                with AtomicFile(jsonl, "wb") as target:
+                    for part in parts:
+                        with open(part[5], "rb") as source:
+                            shutil.copyfileobj(source, target, 1 << 20)
+                if parquet:
+                    _concat_parquet([part[6] for part in parts], parquet)
+                _record_files(reports[number], split, count, jsonl, parquet)
+    finally:
+        _pool_registry = None
+        gc.unfreeze()
+        shutil.rmtree(parts_dir, ignore_errors=True)
+
+
+def _concat_parquet(parts: Sequence[Path], target: Path) -> None:
+    """Concatenate part files into row groups of exactly the size one process writes, so the bytes match."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with ParquetWriter(target) as writer:
+        pending: pa.Table | None = None
+        for part in parts:
+            table = pq.read_table(part, schema=writer.schema)
+            pending = table if pending is None else pa.concat_tables([pending, table])
+            while pending.num_rows >= PARQUET_BATCH_ROWS:
+                writer.write_table(pending.slice(0, PARQUET_BATCH_ROWS).combine_chunks())
+                pending = pending.slice(PARQUET_BATCH_ROWS)
+        if pending is not None and pending.num_rows:
+            writer.write_table(pending.combine_chunks())
+
+
+def concat_outputs(reports: Sequence[GenerationReport], output_dir: str | os.PathLike, name: str = "all") -> list[Path]:
+    """Concatenate the JSONL (and Parquet) files of successful reports split by split into ``<name>_<split>.*``."""
+    output_dir = Path(output_dir)
+    by_split: dict[tuple[str, str], list[Path]] = {}
+    for report in reports:
+        if report.error:
+            continue
+        for path in report.files:
+            split = path.stem[len(report.name) + 1:]
+            by_split.setdefault((split, path.suffix), []).append(path)
+    written = []
+    for (split, suffix), paths in by_split.items():
+        target = output_dir / f"{name}_{split}{suffix}"
+        if suffix == ".parquet":
+            _concat_parquet(paths, target)
+        else:
+            with AtomicFile(target, "wb") as handle:
+                for path in paths:
+                    with open(path, "rb") as source:
+                        shutil.copyfileobj(source, handle, 1 << 20)
+        written.append(target)
+    return sorted(written)
+
+
+# ------------------------------------------------------------------------------------- configs of bootcamps
+def default_config_for(namespace: str, registry: Registry | None = None) -> tuple[Any, Path | None]:
+    """The parsed ``configs/default.yaml`` a bootcamp ships (with its path), or one group per generator."""
+    from importlib import resources
+
+    from bootcamp_core.data.config import load_yaml
+
+    registry = registry or get_registry()
+    info = registry.namespace_plugin(namespace)
+    if info.package:
+        try:
+            candidate = resources.files(info.package) / "configs" / "default.yaml"
+            if candidate.is_file():
+                path = Path(str(candidate))
+                return load_yaml(path), path
+        except (ModuleNotFoundError, TypeError):
+            pass
+    generators = [gid for gid in registry.ids("generator") if gid.split("/", 1)[0] == namespace]
+    if not generators:
+        raise ConfigError(f'bootcamp "{namespace}" registers no generator, so there is nothing to generate')
+    return {
+        "instruction_generators": {gid.split("/", 1)[1]: {"class_name": gid, "config": {}} for gid in generators}
+    }, None
+
+
+def config_for_bootcamp(
+    namespace: str, registry: Registry | None = None, overrides: dict | None = None, name: str | None = None
+) -> InstructionConfig:
+    """The instruction config ``bootcamp generate --bootcamp NAMESPACE`` uses."""
+    data, path = default_config_for(namespace, registry)
+    return parse_instruction_config(data, path=path, name=name or namespace, namespace=namespace, overrides=overrides)
+
+
+def configs_from_registry_file(path: str | os.PathLike, registry: Registry | None = None, overrides: dict | None = None
+                               ) -> list[InstructionConfig]:
+    """One instruction config per line of a batch registry (CLI ``overrides`` win over the line's own).
+
+    A line whose config cannot be built (unknown namespace, broken config file) becomes a config carrying its
+    ``error``: :func:`generate_many` reports it, so ``continue_on_error`` still generates every other line.
+    """
+    configs = []
+    for entry in load_registry_file(path):
+        merged = {**entry.overrides, **{k: v for k, v in (overrides or {}).items() if v is not None}}
+        try:
+            if entry.config_path is not None:
+                config = load_instruction_config(entry.config_path, name=entry.name, namespace=entry.namespace,
+                                                 overrides=merged)
+            else:
+                config = config_for_bootcamp(entry.namespace, registry, merged, name=entry.name)
+        except BootcampError as error:
+            name = entry.name or entry.namespace or config_stem(entry.config_path)
+            config = InstructionConfig(name=name, groups=(), split_samples={}, error=f"{path}:{entry.line}: {error}")
+        configs.append(config)
+    return configs

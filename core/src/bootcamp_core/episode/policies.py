@@ -1,0 +1,356 @@
+"""Policies: any OpenAI-compatible endpoint, or a bootcamp's reference agent (the embedded, offline default).
+
+``make_policy`` picks one the way ``bootcamp eval`` does: ``--policy`` if given, else the reference agents when no
+``--api-url`` is given::
+
+    policy = make_policy(None, api_url="http://localhost:8000/v1", api_model="Qwen/Qwen3-8B")
+    result = await run_episode(record, policy)
+    await policy.aclose()
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from bootcamp_core.plugin.errors import ConfigError, InfrastructureError, ModelError
+from bootcamp_core.plugin.loader import Registry, get_registry
+from bootcamp_core.data.records import GeneratedSample
+from bootcamp_core.episode.retries import RetryableError, RetryPolicy, retry_after_seconds, with_retries
+from bootcamp_core.episode.engine import PolicyTurn
+
+__all__ = [
+    "OpenAIPolicy",
+    "ReferencePolicy",
+    "make_policy",
+    "normalize_api_url",
+    "parse_extra_headers",
+    "parse_extra_params",
+]
+
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+#: Connections per HTTP client of :class:`OpenAIPolicy` (see there why there are several).
+CONNECTIONS_PER_CLIENT = 64
+#: HTTP statuses that reject the request itself, deterministically (400 bad request, 413 too large, 422 e.g. "maximum
+#: context length exceeded"): a :class:`ModelError` that ends the episode as scored, never retried or resumed.
+MODEL_ERROR_STATUSES = frozenset({400, 413, 422})
+
+
+def normalize_api_url(url: str) -> str:
+    """The SDK's ``base_url``: the original framework took the full endpoint, so a trailing ``/chat/completions`` goes."""
+    url = url.strip().rstrip("/")
+    if url.endswith("/chat/completions"):
+        url = url[: -len("/chat/completions")].rstrip("/")
+    return url
+
+
+def parse_extra_headers(text: str | None) -> dict:
+    """Headers from a JSON object or the original's ``k:v,k2:v2``."""
+    if text is None or not text.strip():
+        return {}
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            headers = json.loads(text)
+        except ValueError as error:
+            raise ConfigError(f"--api-extra-headers is not valid JSON: {error}") from None
+        if not isinstance(headers, dict):
+            raise ConfigError("--api-extra-headers must be a JSON object")
+        return {str(key): str(value) for key, value in headers.items()}
+    headers = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        key, colon, value = item.partition(":")
+        if not colon or not key.strip():
+            raise ConfigError(f'--api-extra-headers: expected "name:value" pairs separated by commas, got {item!r}')
+        headers[key.strip()] = value.strip()
+    return headers
+
+
+def parse_extra_params(text: str | None) -> dict:
+    """Request parameters from a JSON object or ``@path/to/file.json``."""
+    if text is None or not text.strip():
+        return {}
+    text = text.strip()
+    source = "--api-extra-params"
+    if text.startswith("@"):
+        path = Path(text[1:]).expanduser()
+        source = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"--api-extra-params: cannot read {path}: {error.strerror or error}") from None
+    try:
+        params = json.loads(text)
+    except ValueError as error:
+        raise ConfigError(f"{source} is not valid JSON: {error}") from None
+    if not isinstance(params, dict):
+        raise ConfigError(f"{source} must hold a JSON object")
+    return params
+
+
+def _outgoing(messages: list[dict]) -> list[dict]:
+    """Messages as sent: without ``reasoning_content``, which some APIs reject in requests (it stays in the trajectory)."""
+    return [
+        {key: value for key, value in message.items() if key != "reasoning_content"}
+        if "reasoning_content" in message
+        else message
+        for message in messages
+    ]
+
+
+class OpenAIPolicy:
+    """Any OpenAI-compatible chat-completions endpoint through ``AsyncOpenAI``; our retries are the only ones."""
+
+    def __init__(
+        self,
+        *,
+        api_url: str,
+        model: str,
+        api_key: str | None = None,
+        extra_headers: dict | None = None,
+        extra_params: dict | None = None,
+        retry: RetryPolicy | None = None,
+        request_timeout_s: float = 600.0,
+        max_connections: int = 2000,
+    ) -> None:
+        self.api_url = normalize_api_url(api_url)
+        self.model = model
+        self._api_key = api_key if api_key is not None else (os.environ.get("OPENAI_API_KEY") or "EMPTY")
+        self.extra_headers = dict(extra_headers or {})
+        self.extra_params = dict(extra_params or {})
+        self.retry = retry or RetryPolicy()
+        self.request_timeout_s = request_timeout_s
+        self.max_connections = max_connections
+        # Several small clients instead of one big pool: httpx's pool scans all its connections on every request,
+        # so one pool of 1,000 connections costs O(n) per request and throughput collapses at high concurrency.
+        # Each request goes to the least-busy client; a new client opens only when all are full.
+        self._clients: list[Any] = []
+        self._in_flight: list[int] = []
+        self._client = self._new_client()
+
+    def _new_client(self) -> Any:
+        import httpx
+        import openai
+
+        limits = httpx.Limits(max_connections=CONNECTIONS_PER_CLIENT, max_keepalive_connections=CONNECTIONS_PER_CLIENT)
+        client = openai.AsyncOpenAI(
+            base_url=self.api_url,
+            api_key=self._api_key,
+            max_retries=0,  # ours are the only retries
+            timeout=self.request_timeout_s,
+            default_headers=self.extra_headers,
+            http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=self.request_timeout_s),
+        )
+        self._clients.append(client)
+        self._in_flight.append(0)
+        return client
+
+    def _pick(self) -> int:
+        index = min(range(len(self._in_flight)), key=self._in_flight.__getitem__)
+        if (self._in_flight[index] >= CONNECTIONS_PER_CLIENT
+                and len(self._clients) * CONNECTIONS_PER_CLIENT < self.max_connections):
+            self._new_client()
+            index = len(self._clients) - 1
+        return index
+
+    def __repr__(self) -> str:  # never the key
+        return f"OpenAIPolicy(api_url={self.api_url!r}, model={self.model!r})"
+
+    def _mask(self, text: str) -> str:
+        """``text`` with the API key masked wherever a server echoed it."""
+        if self._api_key and self._api_key != "EMPTY":
+            text = text.replace(self._api_key, "***")
+        return text
+
+    def _subject(self, error: BaseException) -> str:
+        """What failed, e.g. ``HTTP 500 from http://host/v1`` (the retry layer adds the attempts after it)."""
+        status = getattr(error, "status_code", None)
+        return self._mask(f"HTTP {status} from {self.api_url}" if status else (
+            f"{type(error).__name__} talking to {self.api_url}"
+        ))
+
+    def _detail(self, error: BaseException) -> str:
+        """Why, once: the server's own error message, not the SDK's ``Error code: 500 - ...`` restatement of it."""
+        body = getattr(error, "body", None)
+        detail = body.get("message") if isinstance(body, dict) else body if isinstance(body, str) else None
+        if not isinstance(detail, str) or not detail.strip():
+            detail = str(getattr(error, "message", None) or error)
+        return self._mask(detail)
+
+    def _describe(self, error: BaseException) -> str:
+        """An error as text for logs and results, with the API key masked wherever a server echoed it."""
+        return f"{self._subject(error)}: {self._detail(error)}"
+
+    async def _request(self, **kwargs: Any) -> Any:
+        import openai
+
+        index = self._pick()
+        self._in_flight[index] += 1
+        try:
+            return await self._clients[index].chat.completions.create(**kwargs)
+        except openai.APIStatusError as error:
+            status = error.status_code
+            if status == 429 or status >= 500 or status == 408:
+                raise RetryableError(
+                    self._describe(error), retry_after=retry_after_seconds(error.response.headers),
+                    subject=self._subject(error), detail=self._detail(error),
+                ) from None
+            if status in MODEL_ERROR_STATUSES:
+                # The request itself is what the server refuses (too long a context, a malformed turn): the same
+                # request gets the same answer, so this is the model's episode ending, not a failure to resume.
+                raise ModelError(self._describe(error)) from None
+            # 401/403/404 and the rest: a wrong key, model or URL, which needs the user, not a retry
+            raise InfrastructureError(self._describe(error)) from None
+        except openai.APIConnectionError as error:  # refused, reset, timed out
+            raise RetryableError(
+                self._describe(error), subject=self._subject(error), detail=self._detail(error)
+            ) from None
+        finally:
+            self._in_flight[index] -= 1
+
+    async def __call__(
+        self, messages: list[dict], tools: list[dict], record: GeneratedSample, rng: random.Random
+    ) -> PolicyTurn:
+        """One chat completion, retried on infrastructure failures; the answer as an assistant message.
+
+        Raises :class:`InfrastructureError` when the endpoint keeps failing (connection, timeout, 429, 5xx after the
+        retries; 401/403/404 and other 4xx at once) and :class:`ModelError` when it rejects the request itself
+        (:data:`MODEL_ERROR_STATUSES`), which no retry or resume can change.
+        """
+        kwargs: dict[str, Any] = {"model": self.model, "messages": _outgoing(messages)}
+        if tools:
+            kwargs["tools"] = tools
+        if self.extra_params:
+            kwargs["extra_body"] = self.extra_params  # any key the server takes, without the SDK vetting it
+
+        async def attempt() -> Any:
+            return await self._request(**kwargs)
+
+        completion = await with_retries(attempt, self.retry, rng, describe=self._describe, what="chat completion")
+        if not completion.choices:
+            raise InfrastructureError(f"{self.api_url} answered with no choices")
+        choice = completion.choices[0].message
+        message: dict[str, Any] = {"role": "assistant", "content": choice.content}
+        if choice.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.function.name, "arguments": call.function.arguments},
+                }
+                for call in choice.tool_calls
+            ]
+        extra = choice.model_extra or {}
+        reasoning = extra.get("reasoning_content", extra.get("reasoning"))
+        if reasoning is not None:
+            message["reasoning_content"] = reasoning
+        usage = completion.usage
+        counts = {key: int(getattr(usage, key, 0) or 0) for key in _USAGE_KEYS} if usage else {}
+        return PolicyTurn(message=message, usage=counts)
+
+    async def check(self) -> None:
+        """One cheap request (the model list) so ``--dry-run`` fails early and clearly on a bad URL or key."""
+        import openai
+
+        try:
+            await self._client.models.list()
+        except openai.APIStatusError as error:
+            raise InfrastructureError(f"endpoint check failed: {self._describe(error)}") from None
+        except openai.APIConnectionError as error:
+            raise InfrastructureError(f"endpoint check failed: {self._describe(error)}") from None
+
+    async def aclose(self) -> None:
+        for client in self._clients:
+            await client.close()
+
+
+class ReferencePolicy:
+    """The reference agents of the installed bootcamps, each playing the generators it names."""
+
+    def __init__(self, registry: Registry | None = None) -> None:
+        self.registry = registry or get_registry()
+        self._agents: dict[str, str] | None = None
+
+    def agents(self) -> dict[str, str]:
+        """{generator id: reference agent id}."""
+        if self._agents is None:
+            agents: dict[str, str] = {}
+            for agent_id in self.registry.ids("reference_agent"):
+                namespace = agent_id.split("/", 1)[0]
+                for generator in self.registry.get_class("reference_agent", agent_id).generators:
+                    agents.setdefault(self.registry.resolve("generator", generator, namespace=namespace), agent_id)
+            self._agents = agents
+        return self._agents
+
+    def check(self, records: Iterable[dict]) -> None:
+        """A :class:`ConfigError` listing every generator of ``records`` that no reference agent plays."""
+        agents = self.agents()
+        missing = set()
+        for record in records:
+            if isinstance(record, GeneratedSample):
+                generator = record.generator
+            else:
+                generator = ((record.get("extra_info") or {}).get("bootcamp") or {}).get("generator")
+            if generator not in agents:
+                missing.add(str(generator))
+        if missing:
+            raise ConfigError(
+                "no reference agent plays these generators: " + ", ".join(sorted(missing))
+                + ". Use --policy openai with --api-url, or install bootcamps whose reference agents play them."
+            )
+
+    async def __call__(
+        self, messages: list[dict], tools: list[dict], record: GeneratedSample, rng: random.Random
+    ) -> PolicyTurn:
+        agent_id = self.agents().get(record.generator)
+        if agent_id is None:
+            raise InfrastructureError(f"no reference agent plays generator {record.generator}")
+        agent = self.registry.component("reference_agent", agent_id)
+        # a copy: an agent that edits the list must not rewrite the trajectory
+        message = await agent.act(list(messages), tools, record.identity, rng)
+        return PolicyTurn(message=message)
+
+    async def aclose(self) -> None:
+        """Nothing to close; here so every policy can be closed the same way."""
+
+
+def policy_kind(kind: str | None, api_url: str | None) -> str:
+    """The policy ``--policy`` means: as given, else ``reference`` when no ``api_url`` is given, else ``openai``."""
+    return kind or ("reference" if api_url is None else "openai")
+
+
+def make_policy(
+    kind: str | None,
+    *,
+    api_url: str | None = None,
+    api_key: str | None = None,
+    api_model: str | None = None,
+    extra_headers: dict | None = None,
+    extra_params: dict | None = None,
+    registry: Registry | None = None,
+    retry: RetryPolicy | None = None,
+    request_timeout_s: float = 600.0,
+) -> OpenAIPolicy | ReferencePolicy:
+    """``--policy``: ``reference`` or ``openai``; without one, ``reference`` when no ``api_url`` is given.
+
+    The key comes from ``api_key``, else ``OPENAI_API_KEY``, else ``EMPTY`` (what local servers expect).
+    """
+    kind = policy_kind(kind, api_url)
+    if kind == "reference":
+        return ReferencePolicy(registry)
+    if kind != "openai":
+        raise ConfigError(f'unknown policy "{kind}": use "reference" or "openai"')
+    if not api_url:
+        raise ConfigError("--policy openai needs --api-url (the endpoint's base URL, e.g. http://localhost:8000/v1)")
+    if not api_model:
+        raise ConfigError("--policy openai needs --api-model (the model name the endpoint serves)")
+    return OpenAIPolicy(
+        api_url=api_url, model=api_model, api_key=api_key, extra_headers=extra_headers, extra_params=extra_params,
+        retry=retry, request_timeout_s=request_timeout_s,
+    )

@@ -1,0 +1,259 @@
+"""A scripted OpenAI-compatible chat server on loopback: the one test double for an LLM endpoint.
+
+Tests (ours and plugin authors') start a real HTTP server that speaks the chat-completions protocol and answer each
+request from a script, then drive it with the real ``openai`` client::
+
+    from bootcamp_core.testing.chat_server import ScriptedChatServer, Reply, sequence
+
+    script = sequence(
+        Reply.calls(("calculator", {"expression": "1 + 2"})),
+        Reply.text('```json\\n{"result": 3}\\n```'),
+    )
+    with ScriptedChatServer(script) as server:
+        policy = OpenAIPolicy(api_url=server.base_url, model="stub")
+        ...
+        assert server.requests[0]["model"] == "stub"
+
+A script is any callable ``script(request_body: dict) -> Reply`` (plain or ``async``); it runs on the server's event
+loop, so it must not block. :func:`sequence` plays replies in order, :func:`per_conversation` plays a sequence per
+conversation (keyed by the first user message), so many concurrent episodes each get the whole script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import json
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import attrs
+
+__all__ = ["Reply", "ScriptedChatServer", "Script", "sequence", "per_conversation", "first_user_text"]
+
+
+@attrs.frozen(kw_only=True)
+class Reply:
+    """One scripted answer: an assistant message, or an HTTP error; optionally after a delay."""
+
+    content: str | None = None
+    #: each call: {"id"?, "name", "arguments"} — ``arguments`` a dict (sent as JSON) or a raw string (sent as is)
+    tool_calls: tuple[dict, ...] = attrs.field(default=(), converter=tuple)
+    reasoning_content: str | None = None
+    usage: dict | None = None
+    status: int = 200
+    #: extra response headers (``Retry-After`` for 429s)
+    headers: dict[str, str] = attrs.field(factory=dict)
+    #: the error body's message for status >= 400
+    error_message: str = "scripted error"
+    delay_s: float = 0.0
+    finish_reason: str | None = None
+
+    @classmethod
+    def text(cls, content: str, **kwargs: Any) -> Reply:
+        """A plain text answer."""
+        return cls(content=content, **kwargs)
+
+    @classmethod
+    def calls(cls, *calls: tuple[str, Any] | dict, content: str | None = None, **kwargs: Any) -> Reply:
+        """One or several tool calls: each ``(name, arguments)`` or a dict with ``name``/``arguments``/``id``."""
+        normalised = [call if isinstance(call, dict) else {"name": call[0], "arguments": call[1]} for call in calls]
+        return cls(content=content, tool_calls=normalised, **kwargs)
+
+    @classmethod
+    def malformed_arguments(cls, name: str, raw: str = '{"expression": "1 +', **kwargs: Any) -> Reply:
+        """A tool call whose arguments are not valid JSON."""
+        return cls(tool_calls=[{"name": name, "arguments": raw}], **kwargs)
+
+    @classmethod
+    def unknown_tool(cls, name: str = "no_such_tool", arguments: Any = None, **kwargs: Any) -> Reply:
+        """A call to a tool the request did not offer."""
+        return cls(tool_calls=[{"name": name, "arguments": arguments or {}}], **kwargs)
+
+    @classmethod
+    def error(cls, status: int = 500, *, retry_after: float | str | None = None, message: str = "scripted error",
+              **kwargs: Any) -> Reply:
+        """An HTTP error status (500, 429 with ``Retry-After`` ...) with an OpenAI-style error body."""
+        headers = dict(kwargs.pop("headers", {}) or {})
+        if retry_after is not None:
+            headers["Retry-After"] = str(retry_after)
+        return cls(status=status, headers=headers, error_message=message, **kwargs)
+
+    def body(self, request: dict, number: int) -> dict:
+        """The response JSON for ``request``."""
+        if self.status >= 400:
+            return {"error": {"message": self.error_message, "type": "scripted_error", "code": self.status}}
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.get("id") or f"call_{number}_{index}",
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": call["arguments"]
+                        if isinstance(call.get("arguments"), str)
+                        else json.dumps(call.get("arguments") or {}),
+                    },
+                }
+                for index, call in enumerate(self.tool_calls)
+            ]
+        if self.reasoning_content is not None:
+            message["reasoning_content"] = self.reasoning_content
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, **(self.usage or {})}
+        if self.usage and "total_tokens" not in self.usage:
+            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        return {
+            "id": f"chatcmpl-{number}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "stub"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": self.finish_reason or ("tool_calls" if self.tool_calls else "stop"),
+                    "logprobs": None,
+                }
+            ],
+            "usage": usage,
+        }
+
+
+Script = Callable[[dict], "Reply | Awaitable[Reply]"]
+
+
+def sequence(*replies: Reply, then: Reply | None = None) -> Script:
+    """Play ``replies`` in order across all requests; afterwards ``then`` (default: an HTTP 500 saying so)."""
+    queue = list(replies)
+    lock = threading.Lock()
+
+    def script(request: dict) -> Reply:
+        with lock:
+            if queue:
+                return queue.pop(0)
+        return then or Reply.error(500, message="the script has no more replies")
+
+    return script
+
+
+def first_user_text(request: dict) -> str:
+    """The text of the first user message of a request (the conversation's key in :func:`per_conversation`)."""
+    for message in request.get("messages") or ():
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content, sort_keys=True)
+    return ""
+
+
+def per_conversation(script: Callable[[dict, int], Reply]) -> Script:
+    """``script(request, turn)`` where ``turn`` counts assistant messages already in the conversation.
+
+    Stateless, so any number of concurrent conversations each get their own scripted turns.
+    """
+
+    def play(request: dict) -> Reply:
+        turn = sum(1 for message in request.get("messages") or () if message.get("role") == "assistant")
+        return script(request, turn)
+
+    return play
+
+
+def _default_script(request: dict) -> Reply:
+    return Reply.text("OK")
+
+
+class ScriptedChatServer:
+    """A real OpenAI-compatible server (starlette + uvicorn) on ``127.0.0.1`` at a free port, in a background thread.
+
+    ``base_url`` is ``http://127.0.0.1:PORT/v1``; ``requests`` holds every chat request's JSON body and
+    ``request_headers`` the matching headers (lower-case names), in arrival order. Serves ``POST
+    /v1/chat/completions`` from the script and ``GET /v1/models``. Built for 1,000+ concurrent connections.
+    """
+
+    def __init__(self, script: Script | None = None, *, models: Iterable[str] = ("stub",), backlog: int = 4096) -> None:
+        self.script: Script = script or _default_script
+        self.models = list(models)
+        self.backlog = backlog
+        self.requests: list[dict] = []
+        self.request_headers: list[dict[str, str]] = []
+        self._counter = itertools.count(1)
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self.port: int = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse, Response
+        from starlette.routing import Route
+
+        async def chat(request: Request) -> Response:
+            try:
+                body = json.loads(await request.body())
+            except ValueError:
+                return JSONResponse({"error": {"message": "body is not JSON", "type": "invalid_request"}}, 400)
+            # list.append is atomic under the GIL; the test thread reads these lists
+            self.requests.append(body)
+            self.request_headers.append({key.lower(): value for key, value in request.headers.items()})
+            number = next(self._counter)
+            reply = self.script(body)
+            if inspect.isawaitable(reply):
+                reply = await reply
+            if reply.delay_s > 0:
+                await asyncio.sleep(reply.delay_s)
+            return JSONResponse(reply.body(body, number), status_code=reply.status, headers=reply.headers)
+
+        async def models(request: Request) -> Response:
+            data = [{"id": model, "object": "model", "created": 0, "owned_by": "stub"} for model in self.models]
+            return JSONResponse({"object": "list", "data": data})
+
+        return Starlette(
+            routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/v1/models", models, methods=["GET"])]
+        )
+
+    def start(self) -> ScriptedChatServer:
+        """Bind a free port and serve until :meth:`stop`; returns once the server accepts connections."""
+        import uvicorn
+
+        config = uvicorn.Config(
+            self._app(),
+            host="127.0.0.1",
+            port=0,  # the OS picks a free port; read back below. (A pre-bound socket handed to uvicorn loses
+            # TCP_NODELAY on its connections, and every answer then waits ~40 ms for a delayed ACK.)
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            backlog=self.backlog,
+            timeout_keep_alive=30,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="scripted-chat-server", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the scripted chat server did not start")
+            time.sleep(0.005)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = self._thread = None
+
+    def __enter__(self) -> ScriptedChatServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
