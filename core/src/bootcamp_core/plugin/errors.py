@@ -8,7 +8,15 @@ class BootcampError(Exception):
 
 
 class ConfigError(BootcampError, ValueError):
-    """A config file, flag or registry line is wrong."""
+    """A config file, flag or registry line is wrong.
+
+    ``field`` names the config field the message is about (spelled as in the message, e.g. ``repeats``), so that a
+    command line can name its own flag for it (``--repeats``) while the library speaks of fields.
+    """
+
+    def __init__(self, *args: object, field: str | None = None) -> None:
+        super().__init__(*args)
+        self.field = field
 
 
 class PluginError(BootcampError):
