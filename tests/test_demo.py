@@ -24,6 +24,10 @@ def test_demo_generates_evaluates_reports_and_postprocesses_offline(tmp_path: Pa
     assert result.returncode == 0, result.stderr
     assert "skipped silent: no reference agent plays silent/g" in result.stderr
     assert "bootcamp/example" in result.stdout and str(out / "eval" / "report.html") in result.stdout
+    # it names the folder it writes into, and the dataset is there once: no per-bootcamp copy beside it
+    assert f"writing into {out}{os.sep}" in result.stdout and f"everything is in {out}{os.sep}" in result.stdout
+    assert sorted(path.name for path in out.iterdir()) == ["data", "eval"]
+    assert sorted(path.name for path in (out / "data").iterdir()) == ["demo_test.jsonl"]
 
     lines = [json.loads(line) for line in (out / "eval" / "results.jsonl").read_text().splitlines()]
     assert len(lines) == 4 and {line["data_source"] for line in lines} == {"bootcamp/example"}

@@ -13,6 +13,11 @@ from pathlib import Path
 
 import anyio
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
 from bootcamp_core.plugin import hookspecs
 from bootcamp_core.plugin.loader import KINDS, Registry
 
@@ -98,9 +103,37 @@ def test_quick_start_main_job_is_the_offline_demo(tmp_path: Path):
     assert "hatch run test:all" in (README.parent / ".ci" / "run").read_text()
 
 
-def test_every_builtin_command_is_documented():
-    text = README.read_text(encoding="utf-8")
+def core_commands() -> set[str]:
+    """Core's commands: the `bootcamp.commands` entry points core/pyproject.toml declares, and its parser's."""
+    pyproject = tomllib.loads((README.parent / "core" / "pyproject.toml").read_text(encoding="utf-8"))
+    declared = pyproject["project"].get("entry-points", {}).get("bootcamp.commands", {})
     from bootcamp_core.cli.main import build_parser
 
-    for command in build_parser().get_default("builtin_commands"):
+    return set(declared) | set(build_parser().get_default("builtin_commands") or ())
+
+
+def test_every_builtin_command_is_documented():
+    text = README.read_text(encoding="utf-8")
+    assert {"check", "generate", "plugins"} <= core_commands()
+    for command in sorted(core_commands()):
         assert f"`bootcamp {command}" in text, f"README does not document `bootcamp {command}`"
+
+
+def python_api_snippet() -> str:
+    section = README.read_text(encoding="utf-8").split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
+    snippets = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    assert len(snippets) == 1, "the Python API section shows one runnable snippet"
+    return snippets[0]
+
+
+def test_the_python_api_snippet_generates_evaluates_and_reads_results(tmp_path: Path):
+    result = subprocess.run([sys.executable, "-c", python_api_snippet()], capture_output=True, text=True,
+                            timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [json.loads(line) for line in (tmp_path / "runs" / "reference" / "results.jsonl").read_text().splitlines()]
+    assert len(lines) == 4 and all(line["score"] == 1.0 for line in lines)
+    assert (tmp_path / "data" / "example_test.jsonl").is_file()
+    assert (tmp_path / "runs" / "reference" / "report.html").is_file()
+    printed = result.stdout.splitlines()
+    assert printed[0] == "mean score 1.00, pass@1 1.00"
+    assert len(printed) == 5 and all(line.startswith("example/arithmetic 1.0 ") for line in printed[1:])

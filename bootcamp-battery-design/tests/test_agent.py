@@ -7,34 +7,24 @@ import copy
 import json
 import random
 
-import anyio
 import pytest
 
 from bootcamp_battery_design.agent import START, SearchAgent, Task
 from bootcamp_battery_design.answer import extract_design
 from bootcamp_battery_design.simulator import CellSimulator
-from bootcamp_core.data.generate import config_for_bootcamp, iter_records
-from bootcamp_core.plugin.loader import Registry
-from bootcamp_core.episode.policies import ReferencePolicy
-from bootcamp_core.data.records import EpisodeResult
-from bootcamp_core.episode.engine import run_episode
+from bootcamp_core import EpisodeResult, Registry
+from bootcamp_core.testing import generate_records, play_episodes
 
 
 def _records(registry: Registry, count: int, seed: int | None = None) -> list[dict]:
     overrides: dict = {"split_samples": f"test:{count}"}
     if seed is not None:
         overrides["seed"] = seed
-    return list(iter_records(config_for_bootcamp("battery_design", registry, overrides=overrides), "test", registry))
+    return generate_records("battery_design", registry, overrides=overrides)
 
 
 def _play(registry: Registry, records: list[dict]) -> list[EpisodeResult]:
-    policy = ReferencePolicy(registry)
-    policy.check(records)
-
-    async def play() -> list[EpisodeResult]:
-        return [await run_episode(record, policy, registry=registry) for record in records]
-
-    return anyio.run(play)
+    return play_episodes(records, registry)
 
 
 def _without_oracle(record: dict) -> dict:

@@ -11,9 +11,8 @@ from bootcamp_battery_design.answer import ANSWER_FORMAT
 from bootcamp_battery_design.cell import CellDesign, Conditions
 from bootcamp_battery_design.generator import CellDesignGenerator
 from bootcamp_battery_design.simulator import CellSimulator
-from bootcamp_core import ConfigError, GenerationError
-from bootcamp_core.data.generate import config_for_bootcamp, iter_records
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core import ConfigError, GenerationError, Registry
+from bootcamp_core.testing import generate_records
 
 SEEDS = range(6)
 
@@ -81,8 +80,7 @@ def test_the_prompt_states_the_task_but_never_the_oracle(generator: CellDesignGe
 
 
 def test_records_keep_the_oracle_out_of_the_prompt(registry: Registry) -> None:
-    config = config_for_bootcamp("battery_design", registry, overrides={"split_samples": "test:3"})
-    for record in iter_records(config, "test", registry):
+    for record in generate_records("battery_design", registry, overrides={"split_samples": "test:3"}):
         prompt = json.dumps(record["prompt"])
         oracle = record["reward_model"]["ground_truth"]["oracle"]
         assert repr(oracle["pos_thickness_m"]) not in prompt and f"{oracle['pos_porosity']:g}" not in prompt
@@ -91,9 +89,9 @@ def test_records_keep_the_oracle_out_of_the_prompt(registry: Registry) -> None:
 
 
 def test_the_default_config_has_three_rate_levels(registry: Registry) -> None:
-    config = config_for_bootcamp("battery_design", registry, overrides={"split_samples": "test:3"})
+    records = generate_records("battery_design", registry, overrides={"split_samples": "test:3"})
     levels = {record["extra_info"]["generator_name"]: record["reward_model"]["ground_truth"]["conditions"]["c_rate"]
-              for record in iter_records(config, "test", registry)}
+              for record in records}
     assert set(levels) == {"gentle", "moderate", "fast"}
     assert 0.5 <= levels["gentle"] <= 1.0 <= levels["moderate"] <= 1.5 <= levels["fast"] <= 2.0
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core import Registry
 from bootcamp_core.testing import registry_of
 
 #: This bootcamp's entry-point name.

@@ -8,7 +8,6 @@ import json
 import random
 from pathlib import Path
 
-import anyio
 import pytest
 
 from bootcamp_bot_trajectory.agent import PlannerAgent
@@ -16,32 +15,18 @@ from bootcamp_bot_trajectory.answer import find_answer
 from bootcamp_bot_trajectory.generator import TrajectoryGenerator
 from bootcamp_bot_trajectory.simulator import SIMULATION_THREADS, Simulator
 from bootcamp_bot_trajectory.tools import CheckPathTool
-from bootcamp_core import ConfigError
-from bootcamp_core.evaluate.run import EvalConfig, run_evaluation
-from bootcamp_core.data.generate import config_for_bootcamp, generate, iter_records
-from bootcamp_core.plugin.loader import Registry
-from bootcamp_core.episode.policies import ReferencePolicy
-from bootcamp_core.data.io import read_records
-from bootcamp_core.data.records import EpisodeResult
-from bootcamp_core.episode.engine import RolloutLimits, run_episode
+from bootcamp_core import ConfigError, EpisodeResult, Registry, RolloutLimits, read_records
+from bootcamp_core.testing import evaluate_with_reference, generate_dataset, generate_records, play_episodes
 
 CHECK_PATH = [CheckPathTool.openai_schema()]
 
 
 def records(registry: Registry, count: int, seed: int = 42) -> list[dict]:
-    config = config_for_bootcamp("bot_trajectory", registry, overrides={"split_samples": f"test:{count}",
-                                                                         "seed": seed})
-    return list(iter_records(config, "test", registry))
+    return generate_records("bot_trajectory", registry, overrides={"split_samples": f"test:{count}", "seed": seed})
 
 
 def play(registry: Registry, batch: list[dict]) -> list[EpisodeResult]:
-    policy = ReferencePolicy(registry)
-    policy.check(batch)
-
-    async def episodes() -> list[EpisodeResult]:
-        return [await run_episode(record, policy, registry=registry) for record in batch]
-
-    return anyio.run(episodes)
+    return play_episodes(batch, registry)
 
 
 @pytest.fixture(scope="module")
@@ -137,12 +122,9 @@ def test_answers_the_approved_path_verbatim() -> None:
 @pytest.mark.slow
 def test_solves_at_least_95_percent_of_40_seeded_tasks(registry: Registry, tmp_path: Path) -> None:
     # the evaluator runs 16 episodes at once: planning, path checks and rewards all want a simulator at once
-    config = config_for_bootcamp("bot_trajectory", registry, overrides={"split_samples": "test:40", "seed": 2024})
-    dataset = generate(config, tmp_path / "data", registry=registry).files[0]
-    summary = run_evaluation(
-        EvalConfig(dataset_path=dataset, output_dir=tmp_path / "eval", policy="reference", max_concurrent=16),
-        registry=registry, progress=False,
-    )
+    dataset = generate_dataset("bot_trajectory", tmp_path / "data", registry,
+                               overrides={"split_samples": "test:40", "seed": 2024})[0]
+    summary = evaluate_with_reference(dataset, tmp_path / "eval", registry, max_concurrent=16)
     results = list(read_records(tmp_path / "eval" / "results.jsonl"))
     assert len(results) == 40 and summary["overall"]["infrastructure_errors"] == 0
     solved = sum(result["score"] == 1.0 for result in results)

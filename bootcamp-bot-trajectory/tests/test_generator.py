@@ -15,9 +15,8 @@ from bootcamp_bot_trajectory.generator import DEFAULTS, TrajectoryGenerator, bui
 from bootcamp_bot_trajectory.judge import judge_path
 from bootcamp_bot_trajectory.robot import UPPER_LIMITS, Box, Task, path_samples
 from bootcamp_bot_trajectory.simulator import Simulator, simulator
-from bootcamp_core import ConfigError, GenerationError
-from bootcamp_core.data.generate import config_for_bootcamp, iter_records
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core import ConfigError, GenerationError, Registry
+from bootcamp_core.testing import generate_records
 
 LEVELS = yaml.safe_load((resources.files("bootcamp_bot_trajectory") / "configs" / "default.yaml").read_text())[
     "instruction_generators"
@@ -148,8 +147,7 @@ def test_hidden_obstacles_stay_out_of_the_prompt(cases: dict[str, list[tuple[dic
 
 
 def test_records_carry_the_witness_only_in_the_hidden_identity(registry: Registry) -> None:
-    config = config_for_bootcamp("bot_trajectory", registry, overrides={"split_samples": "test:5"})
-    for record in iter_records(config, "test", registry):
+    for record in generate_records("bot_trajectory", registry, overrides={"split_samples": "test:5"}):
         identity = record["reward_model"]["ground_truth"]
         assert identity["witness"]
         [message] = record["prompt"]

@@ -9,12 +9,8 @@ from importlib import resources
 
 import pytest
 import yaml
-import anyio
-from bootcamp_core.data.generate import config_for_bootcamp, iter_records
-from bootcamp_core.plugin.loader import Registry
-from bootcamp_core.episode.policies import ReferencePolicy
-from bootcamp_core.data.records import EpisodeResult
-from bootcamp_core.episode.engine import RolloutLimits, run_episode
+from bootcamp_core import EpisodeResult, Registry, RolloutLimits
+from bootcamp_core.testing import generate_records, play_episodes
 
 from bootcamp_example.agent import CalculatorAgent
 from bootcamp_example.answer import format_answer
@@ -27,16 +23,9 @@ LEVELS = yaml.safe_load((resources.files("bootcamp_example") / "configs" / "defa
 @pytest.fixture(scope="module")
 def episodes(registry: Registry) -> dict[str, list[EpisodeResult]]:
     """Every level of the default config, played by the reference agent through the real rollout engine."""
-    config = config_for_bootcamp("example", registry, overrides={"split_samples": "test:200"})
-    records = list(iter_records(config, "test", registry))
-    policy = ReferencePolicy(registry)
-    policy.check(records)
-
-    async def play() -> list[EpisodeResult]:
-        return [await run_episode(record, policy, registry=registry) for record in records]
-
+    records = generate_records("example", registry, overrides={"split_samples": "test:200"})
     by_level: dict[str, list[EpisodeResult]] = {}
-    for result in anyio.run(play):
+    for result in play_episodes(records, registry):
         by_level.setdefault(result.generator_name, []).append(result)
     return by_level
 

@@ -11,8 +11,7 @@ from importlib import resources
 import pytest
 import yaml
 
-from bootcamp_core import ConfigError, GenerationError
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core import ConfigError, GenerationError, Registry
 from bootcamp_example.answer import ANSWER_FORMAT
 from bootcamp_example.arithmetic import evaluate
 from bootcamp_example.generator import ArithmeticGenerator

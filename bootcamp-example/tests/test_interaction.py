@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from bootcamp_core.plugin.loader import Registry
 
+from bootcamp_core import Registry
 from bootcamp_example.answer import ANSWER_FORMAT
 from bootcamp_example.interaction import FeedbackInteraction
 

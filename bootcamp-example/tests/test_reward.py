@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from bootcamp_core.plugin.loader import Registry
 
+from bootcamp_core import Registry
 from bootcamp_example.reward import ArithmeticReward, soft_score
 
 IDENTITY = {"expression": "1 + 1", "expected_result": 1234.5, "tolerance": 1e-8}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from bootcamp_core.plugin.loader import Registry
 
+from bootcamp_core import Registry
 from bootcamp_example.tools import CalculatorTool
 
 IDENTITY = {"expression": "123 + 456 * 789 / 12", "expected_result": 30105.0, "tolerance": 1e-8}

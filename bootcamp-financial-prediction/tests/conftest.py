@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core import Registry
 from bootcamp_core.testing import registry_of
 from bootcamp_financial_prediction.generator import ForecastGenerator
 

@@ -8,14 +8,15 @@ import json
 import random
 import statistics
 
-import anyio
 import pytest
-from bootcamp_core.evaluate.run import EvalConfig, run_evaluation
-from bootcamp_core.data.generate import config_for_bootcamp, generate, iter_records
-from bootcamp_core.plugin.loader import Registry
-from bootcamp_core.episode.policies import ReferencePolicy
-from bootcamp_core.data.records import EpisodeResult
-from bootcamp_core.episode.engine import PolicyTurn, run_episode
+from bootcamp_core import EpisodeResult, Registry
+from bootcamp_core.testing import (
+    evaluate_with_reference,
+    generate_dataset,
+    generate_records,
+    play_episodes,
+    scripted_policy,
+)
 
 from bootcamp_financial_prediction.agent import DriverModelAnalyst
 from bootcamp_financial_prediction.answer import format_answer, parse_answer
@@ -27,22 +28,12 @@ EPISODES = 60
 
 @pytest.fixture(scope="module")
 def records(registry: Registry) -> list[dict]:
-    config = config_for_bootcamp("financial_prediction", registry, overrides={"split_samples": f"test:{EPISODES}"})
-    return list(iter_records(config, "test", registry))
-
-
-def play(records: list[dict], policy, registry: Registry) -> list[EpisodeResult]:
-    async def episodes() -> list[EpisodeResult]:
-        return [await run_episode(record, policy, registry=registry) for record in records]
-
-    return anyio.run(episodes)
+    return generate_records("financial_prediction", registry, overrides={"split_samples": f"test:{EPISODES}"})
 
 
 @pytest.fixture(scope="module")
 def episodes(records: list[dict], registry: Registry) -> list[EpisodeResult]:
-    policy = ReferencePolicy(registry)
-    policy.check(records)
-    return play(records, policy, registry)
+    return play_episodes(records, registry)
 
 
 def test_mean_score_on_the_default_tasks_is_at_least_0_7(episodes: list[EpisodeResult]) -> None:
@@ -73,11 +64,11 @@ def test_checks_consistency_once_then_answers(episodes: list[EpisodeResult]) -> 
 def test_copying_the_last_visible_year_scores_clearly_below(
     records: list[dict], registry: Registry, episodes: list[EpisodeResult]
 ) -> None:
-    async def copy_last_year(messages, tools, record, rng) -> PolicyTurn:
+    async def copy_last_year(messages, tools, record, rng) -> dict:
         data = read_prompt_data(messages[0]["content"])
-        return PolicyTurn(message={"role": "assistant", "content": format_answer(data["statements"][-1])})
+        return {"role": "assistant", "content": format_answer(data["statements"][-1])}
 
-    copied = play(records, copy_last_year, registry)
+    copied = play_episodes(records, registry, policy=scripted_policy(copy_last_year))
     assert all(result.finish_reason == "terminated" for result in copied)
     assert statistics.mean(result.score for result in copied) == 0.0
     assert statistics.mean(result.score for result in episodes) > 0.7
@@ -110,13 +101,9 @@ def test_a_prompt_without_figures_gives_no_answer(registry: Registry) -> None:
 
 @pytest.mark.slow
 def test_evaluation_of_the_default_config_end_to_end(registry: Registry, tmp_path) -> None:
-    config = config_for_bootcamp("financial_prediction", registry, overrides={"split_samples": "test:300"})
-    dataset = generate(config, tmp_path / "data", registry=registry)
-    summary = run_evaluation(
-        EvalConfig(dataset_path=dataset.files[0], output_dir=tmp_path / "eval", policy="reference",
-                   max_concurrent=16, overwrite=True),
-        registry=registry, progress=False,
-    )
+    dataset = generate_dataset("financial_prediction", tmp_path / "data", registry,
+                               overrides={"split_samples": "test:300"})[0]
+    summary = evaluate_with_reference(dataset, tmp_path / "eval", registry, max_concurrent=16, overwrite=True)
     overall = summary["overall"]
     assert (overall["count"], overall["successes"], overall["infrastructure_errors"]) == (300, 300, 0)
     assert overall["mean_score"] >= 0.7 and overall["finish_reasons"] == {"terminated": 300}

@@ -12,8 +12,7 @@ from importlib import resources
 import pytest
 import yaml
 
-from bootcamp_core import ConfigError
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core import ConfigError, Registry
 from bootcamp_financial_prediction.answer import ANSWER_FORMAT
 from bootcamp_financial_prediction.generator import DATA_MARKER, ForecastGenerator, read_prompt_data
 from bootcamp_financial_prediction.items import ITEM_KEYS, LINE_ITEMS

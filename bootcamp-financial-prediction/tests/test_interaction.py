@@ -6,8 +6,8 @@ import asyncio
 import json
 
 import pytest
-from bootcamp_core.plugin.loader import Registry
 
+from bootcamp_core import Registry
 from bootcamp_financial_prediction.answer import ANSWER_FORMAT, format_answer
 from bootcamp_financial_prediction.forecast import forecast_statements
 from bootcamp_financial_prediction.interaction import AnswerFeedback

@@ -6,9 +6,8 @@ import subprocess
 import sys
 from importlib import metadata
 
-from bootcamp_core.plugin.loader import Registry
-
 import bootcamp_financial_prediction
+from bootcamp_core import Registry
 
 namespace = "financial_prediction"
 
@@ -51,7 +50,7 @@ def test_importing_the_package_registers_nothing_and_stays_light() -> None:
 
 
 def test_version_matches_the_distribution() -> None:
-    assert metadata.version("bootcamp-financial-prediction") == bootcamp_financial_prediction.__version__ == "0.1.0"
+    assert metadata.version("bootcamp-financial-prediction") == bootcamp_financial_prediction.__version__
     entry_points = metadata.entry_points(group="bootcamp", name=namespace)
     assert [entry_point.value for entry_point in entry_points] == ["bootcamp_financial_prediction.hooks"]
     requires = metadata.requires("bootcamp-financial-prediction") or []

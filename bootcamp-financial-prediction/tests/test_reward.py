@@ -9,10 +9,10 @@ import random
 from collections.abc import Callable
 
 import pytest
-from bootcamp_core.plugin.loader import Registry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bootcamp_core import Registry
 from bootcamp_financial_prediction.answer import ANSWER_FORMAT, format_answer, parse_answer
 from bootcamp_financial_prediction.forecast import forecast_statements
 from bootcamp_financial_prediction.items import ITEM_KEYS, LINE_ITEMS

@@ -8,8 +8,8 @@ import json
 from collections.abc import Callable
 
 import pytest
-from bootcamp_core.plugin.loader import Registry
 
+from bootcamp_core import Registry
 from bootcamp_financial_prediction.forecast import forecast_statements
 from bootcamp_financial_prediction.items import ITEM_KEYS, RATIOS
 from bootcamp_financial_prediction.outlook import public_view

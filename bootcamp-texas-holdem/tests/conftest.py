@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core import Registry
 from bootcamp_core.testing import registry_of
 
 #: This bootcamp's entry-point name.

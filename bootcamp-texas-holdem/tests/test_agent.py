@@ -8,16 +8,11 @@ import random
 import re
 from importlib import resources
 
-import anyio
 import pytest
 import yaml
 
-from bootcamp_core.data.config import parse_instruction_config
-from bootcamp_core.data.generate import iter_records
-from bootcamp_core.plugin.loader import Registry
-from bootcamp_core.episode.policies import ReferencePolicy
-from bootcamp_core.data.records import EpisodeResult
-from bootcamp_core.episode.engine import RolloutLimits, run_episode
+from bootcamp_core import EpisodeResult, Registry, RolloutLimits
+from bootcamp_core.testing import generate_records, play_episodes
 from bootcamp_texas_holdem.agent import EquityPlayer, parse_decision
 from bootcamp_texas_holdem.cards import parse_cards
 from bootcamp_texas_holdem.game import MATCH_OVER, Match, MatchSettings
@@ -31,19 +26,12 @@ MATCH_LIMITS = RolloutLimits(max_assistant_turns=200, max_user_turns=400)
 def records(registry: Registry, groups: list[str], count: int, seed: int = 42) -> list[dict]:
     data = {"instruction_generators": {name: GROUPS[name] for name in groups},
             "global_config": {"class_name": "texas_holdem/heads_up", "default_seed": seed}}
-    config = parse_instruction_config(data, name="texas_holdem", namespace="texas_holdem",
-                                      overrides={"split_samples": {"test": count}})
-    return list(iter_records(config, "test", registry))
+    return generate_records("texas_holdem", registry, instruction_config=data,
+                            overrides={"split_samples": {"test": count}})
 
 
 def play(registry: Registry, items: list[dict], limits: RolloutLimits = MATCH_LIMITS) -> list[EpisodeResult]:
-    policy = ReferencePolicy(registry)
-    policy.check(items)
-
-    async def run() -> list[EpisodeResult]:
-        return [await run_episode(item, policy, registry=registry, limits=limits) for item in items]
-
-    return anyio.run(run)
+    return play_episodes(items, registry, limits=limits)
 
 
 def chips(result: EpisodeResult) -> int:

@@ -10,8 +10,7 @@ from importlib import resources
 import pytest
 import yaml
 
-from bootcamp_core import ConfigError
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core import ConfigError, Registry
 from bootcamp_texas_holdem.bots import STYLES
 from bootcamp_texas_holdem.game import MATCH_OVER, Match, MatchSettings, match_score
 from bootcamp_texas_holdem.generator import HeadsUpGenerator

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core import Registry
 from bootcamp_texas_holdem.game import match_score
 from bootcamp_texas_holdem.interaction import TableFeedback
 

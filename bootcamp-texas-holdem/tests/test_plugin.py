@@ -7,7 +7,7 @@ import sys
 from importlib import metadata, resources
 
 import bootcamp_texas_holdem
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core import Registry
 
 namespace = "texas_holdem"
 
@@ -43,7 +43,7 @@ def test_importing_the_package_registers_nothing_and_stays_light() -> None:
 
 
 def test_version_entry_point_and_package_data() -> None:
-    assert metadata.version("bootcamp-texas-holdem") == bootcamp_texas_holdem.__version__ == "0.1.0"
+    assert metadata.version("bootcamp-texas-holdem") == bootcamp_texas_holdem.__version__
     entry_points = metadata.entry_points(group="bootcamp", name=namespace)
     assert [entry_point.value for entry_point in entry_points] == ["bootcamp_texas_holdem.hooks"]
     assert "pokerkit" in " ".join(metadata.requires("bootcamp-texas-holdem"))

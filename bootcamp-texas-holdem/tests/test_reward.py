@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core import Registry
 from bootcamp_core.testing import episode_kwargs
 from bootcamp_texas_holdem.reward import ChipsReward
 

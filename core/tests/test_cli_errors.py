@@ -130,3 +130,112 @@ def test_verify_score_never_raises_even_when_a_subclass_skips_base_init():
     reward = Careless()
     assert reward.verify_score("anything", {}) == 0.0
     assert "RuntimeError: bug" in reward.errors[-1]
+
+
+# ----------------------------------------------------------------------------------- one way to add a command
+GREET_COMMAND = """
+import argparse
+
+from bootcamp_core import ConfigError, add_flag
+
+open(MARKER, "w").close()
+
+HELP = "greet someone"
+DESCRIPTION = "Greet someone, loudly if asked."
+
+
+def add_arguments(parser):
+    add_flag(parser, "--target-name", default="world", help="who to greet")
+    add_flag(parser, "--times-to-repeat", type=int, default=1, field="repeats", help="how often")
+
+
+def run(args):
+    if args.times_to_repeat < 1:
+        raise ConfigError(f"repeats must be at least 1, got {args.times_to_repeat}", field="repeats")
+    if args.target_name == "nobody":
+        raise ConfigError("nobody has no target_name", field="target_name")
+    print(" ".join([f"hello {args.target_name}"] * args.times_to_repeat))
+    return 0
+"""
+
+
+def greeting_site(tmp_path: Path) -> tuple[Path, Path]:
+    site, marker = tmp_path / "site", tmp_path / "imported"
+    write_distribution(site, "bootcamp-greet", "0.3", entry_points={"bootcamp.commands": {"greet": "greet_cmd"}},
+                       modules={"greet_cmd.py": f"MARKER = {str(marker)!r}\n" + GREET_COMMAND})
+    return site, marker
+
+
+def test_a_plugin_command_module_is_listed_unimported_and_runs_like_ours(tmp_path: Path):
+    site, marker = greeting_site(tmp_path)
+    listing = bootcamp("--help", path=site)
+    assert listing.returncode == 0 and "greet" in listing.stdout and "bootcamp-greet 0.3" in listing.stdout
+    assert not marker.exists()
+    own_help = bootcamp("greet", "--help", path=site)
+    assert "Greet someone, loudly if asked." in own_help.stdout and "--target-name" in own_help.stdout
+    assert "--target_name" not in own_help.stdout  # the underscore alias works, unlisted
+    greeted = bootcamp("greet", "--target_name", "you", "--times-to-repeat", "2", path=site)
+    assert (greeted.returncode, greeted.stdout.strip()) == (0, "hello you hello you")
+    assert marker.exists()
+
+
+def test_an_error_about_a_field_names_the_commands_flag_for_it(tmp_path: Path):
+    site, _ = greeting_site(tmp_path)
+    assert_one_clear_line(bootcamp("greet", "--times-to-repeat", "0", path=site),
+                          "error: --times-to-repeat must be at least 1, got 0")
+    # by the flag's dest when the field has the dest's name; a path or a word inside another name is left alone
+    result = bootcamp("greet", "--target-name", "nobody", path=site)
+    assert_one_clear_line(result, "error: nobody has no --target-name")
+
+
+def test_library_errors_about_fields_name_the_flags_of_bootcamp_serve():
+    result = bootcamp("serve", "--worker-timeout", "1", "--heartbeat-interval", "2")
+    assert_one_clear_line(result, "error: --worker-timeout must be longer than --heartbeat-interval")
+    result = bootcamp("serve", "--mode", "master", "--bootcamps", "example")
+    assert_one_clear_line(result,
+                          "--tool-config, --bootcamps and --bootcamp-registry are for workers (or --mode unified)")
+    assert_one_clear_line(bootcamp("serve", "--idle-timeout", "0"), "error: --idle-timeout must be positive")
+
+
+def test_the_same_error_from_the_library_names_the_field():
+    from bootcamp_core.serve import ServeConfig
+
+    try:
+        ServeConfig(worker_timeout_s=1, heartbeat_interval_s=2)
+    except ConfigError as error:
+        assert error.field == "worker_timeout_s" and "--" not in str(error)
+    else:
+        raise AssertionError("a worker timeout below the heartbeat interval was accepted")
+
+
+def test_flags_are_never_abbreviated():
+    # --dataset matched both --dataset-path and its --dataset_path alias: ambiguous, now simply unknown
+    result = bootcamp("eval", "--dataset", "x.jsonl")
+    assert result.returncode == 2 and "unrecognized arguments: --dataset" in result.stderr
+    result = bootcamp("generate", "--bootcamp", "example", "--split", "train:2")
+    assert result.returncode == 2 and "unrecognized arguments: --split" in result.stderr
+
+
+def test_every_command_is_an_entry_point_module_with_plain_text_help():
+    import argparse
+    from importlib import metadata
+
+    from bootcamp_core.cli.main import build_parser
+
+    modules = {path.stem for path in (Path(__file__).parents[1] / "src" / "bootcamp_core" / "cli").glob("*.py")}
+    registered = {entry.name: entry.value for entry in metadata.entry_points(group="bootcamp.commands")
+                  if entry.value.startswith("bootcamp_core.")}
+    assert registered == {name: f"bootcamp_core.cli.{name}" for name in modules - {"__init__", "__main__", "main",
+                                                                                     "helpers"}}
+    parsers = build_parser().get_default("builtin_commands")
+    assert sorted(parsers) == sorted(registered)
+    for name, parser in parsers.items():
+        assert parser.allow_abbrev is False, name
+        text = " ".join(parser.format_help().split())  # help is wrapped to the terminal: compare words
+        for markup in ("``", ":func:", ":mod:", ":class:", ":data:"):
+            assert markup not in text, f"bootcamp {name} --help shows {markup}"
+        if "original framework" in text:
+            assert "InternBootcamp" in text, f"bootcamp {name} --help cites the original framework without its name"
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                assert all(sub.allow_abbrev is False for sub in action.choices.values()), name

@@ -289,7 +289,7 @@ def test_malformed_configs_are_config_errors(tmp_path: Path, text: str, message:
 
 
 def test_global_config_overrides_must_be_a_mapping():
-    with pytest.raises(ConfigError, match="--global-config-overrides must be a JSON object"):
+    with pytest.raises(ConfigError, match="global_config must be a mapping"):
         parse_instruction_config({"global_config": {"class_name": "x"}}, overrides={"global_config": [1]})
 
 

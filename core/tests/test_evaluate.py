@@ -20,7 +20,10 @@ import pytest
 
 from bootcamp_core.cli.main import main
 from bootcamp_core.plugin.errors import ConfigError
-from bootcamp_core.evaluate.run import EvalConfig, load_dataset, pass_at_k, run_evaluation
+from bootcamp_core.evaluate.config import EvalConfig
+from bootcamp_core.evaluate.dataset import load_dataset
+from bootcamp_core.evaluate.run import run_evaluation
+from bootcamp_core.evaluate.statistics import pass_at_k
 from bootcamp_core.data.generate import config_for_bootcamp, generate
 from bootcamp_core.episode.policies import OpenAIPolicy
 from bootcamp_core.data.io import write_records
@@ -524,7 +527,7 @@ def test_no_secret_in_use_is_ever_written_or_logged(example_registry, tmp_path, 
 
 
 def test_redactor_masks_whole_values_and_their_credential_part():
-    from bootcamp_core.evaluate.run import Redactor
+    from bootcamp_core.evaluate.secrets import Redactor
 
     redactor = Redactor(["Bearer " + SECRET, "EMPTY", "", None, "on"])
     assert redactor.text(f"a Bearer {SECRET} b {SECRET} on EMPTY") == "a [redacted] b [redacted] on EMPTY"
@@ -703,3 +706,42 @@ def attrs_evolve(config: EvalConfig, **changes) -> EvalConfig:
     import attrs
 
     return attrs.evolve(config, **changes)
+
+
+# ------------------------------------------------------------------------------- errors name fields, the CLI flags
+@pytest.mark.parametrize(("changes", "field", "message"), [
+    ({"repeats": 0}, "repeats", "repeats must be at least 1, got 0"),
+    ({"max_concurrent": 0}, "max_concurrent", "max_concurrent must be at least 1, got 0"),
+    ({"limit": -1}, "limit", "limit must be >= 0, got -1"),
+    ({"shard": (4, 4)}, "shard", "shard i/n needs 0 <= i < n, got 4/4"),
+    ({"request_timeout_s": 0}, "request_timeout_s", "request_timeout_s must be positive, got 0"),
+])
+def test_a_bad_setting_is_an_error_about_its_field(tmp_path, changes, field, message):
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}$") as raised:
+        EvalConfig(dataset_path=tmp_path / "d.jsonl", output_dir=tmp_path / "out", **changes)
+    assert raised.value.field == field
+
+
+def test_library_errors_about_files_name_their_field(tmp_path):
+    from bootcamp_core.evaluate.chat_template import ChatTemplate
+    from bootcamp_core.evaluate.config import parse_shard
+
+    with pytest.raises(ConfigError, match=r"^dataset_path .*nope\.jsonl: no such file$") as raised:
+        load_dataset(tmp_path / "nope.jsonl")
+    assert raised.value.field == "dataset_path"
+    with pytest.raises(ConfigError, match="^tokenizer_path .*: no such directory$") as raised:
+        ChatTemplate(tmp_path / "nowhere")
+    assert raised.value.field == "tokenizer_path"
+    with pytest.raises(ConfigError, match='^shard must look like "i/n"') as raised:
+        parse_shard("half")
+    assert raised.value.field == "shard"
+
+
+@pytest.mark.parametrize(("extra", "flag_message"), [
+    (("--repeats", "0"), "--repeats must be at least 1, got 0"),
+    (("--policy", "openai"), "policy openai needs --api-url"),
+])
+def test_the_command_line_names_its_flag_for_a_field(example_registry, tmp_path, capsys, extra, flag_message):
+    dataset = make_dataset(example_registry, tmp_path / "data", 1)
+    assert main(eval_args(dataset, tmp_path / "out", None, *extra)) == 1
+    assert flag_message in capsys.readouterr().err

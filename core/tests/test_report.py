@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from bootcamp_core.evaluate.run import summarize
+from bootcamp_core.evaluate.statistics import summarize
 from bootcamp_core.evaluate.report import render_report
 
 HOSTILE = '<img src=x onerror=alert(1)><script>alert("pwned")</script>&amp;'

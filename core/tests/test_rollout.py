@@ -455,3 +455,33 @@ def test_many_concurrent_episodes_are_all_scored_and_cancelled_ones_do_not_stall
 
     anyio.run(main)
     assert len(results) == 60 and all(result.score == 1.0 and result.success for result in results)
+
+
+# ------------------------------------------------------------------------------------ one tool call, as verl makes it
+def test_execute_tool_sorts_the_models_mistakes_from_infrastructure_failures():
+    from bootcamp_core.episode.tool_calls import execute_tool
+
+    async def call(tool: Tool, parameters: Any, timeout_s: float = 5.0) -> Any:
+        try:
+            return await execute_tool(tool, "i1", parameters, timeout_s=timeout_s)
+        except (ModelError, InfrastructureError) as error:
+            return type(error).__name__, str(error)
+
+    async def calls() -> list:
+        sleepy = Sleepy()
+        await sleepy.create("i1", identity={})
+        return [
+            await call(sleepy, {"tag": "a"}),
+            await call(sleepy, ["not", "an", "object"]),
+            await call(sleepy, {"seconds": 5}, timeout_s=0.05),
+            await call(Boom(), {}),
+            await call(Boom(), {"infrastructure": True}),
+        ]
+
+    assert anyio.run(calls) == [
+        ("slept a", 0.5, {"tag": "a"}),
+        ("ModelError", "arguments of sleepy must be a JSON object, got list"),
+        ("ModelError", "sleepy timed out after 0.05 s"),
+        ("ModelError", "boom failed: RuntimeError: kaboom"),
+        ("InfrastructureError", "the sandbox died"),
+    ]

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from bootcamp_core.cli.check import CHECKS, json_schema_problems
+from bootcamp_core.cli.new import _WORD, MINIMAL_TEMPLATE, new_bootcamp, render, template_root
 from bootcamp_core.plugin.errors import ConfigError
-from bootcamp_core.cli.new import _WORD, new_bootcamp, render, template_root
-from bootcamp_core.testing import write_distribution
+from bootcamp_core.testing import MINIMAL_HOOKS, write_distribution
+
+CORE = Path(__file__).resolve().parents[1]
 
 
 def run(*command: str, site: Path | None = None, cwd: Path | None = None, timeout: int = 300):
@@ -98,6 +101,66 @@ def test_new_bootcamp_installs_lists_generates_and_passes_its_own_tests(tmp_path
     assert checked.returncode == 0, checked.stdout[-3000:]
 
 
+MINIMAL_FILES = [
+    "CHANGELOG.md", "README.md", "pyproject.toml", "src/bootcamp_my_sum/__about__.py",
+    "src/bootcamp_my_sum/__init__.py", "src/bootcamp_my_sum/configs/default.yaml", "src/bootcamp_my_sum/hooks.py",
+    "src/bootcamp_my_sum/task.py", "tests/test_conformance.py",
+]
+
+
+@pytest.mark.slow
+def test_new_minimal_is_a_small_skeleton_that_installs_generates_and_passes_check_and_its_test(tmp_path: Path):
+    result = bootcamp("new", "my_sum", "--minimal", "--output-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    package = tmp_path / "bootcamp-my-sum"
+    assert f"created {package}" in result.stdout
+    files = sorted(path.relative_to(package).as_posix() for path in package.rglob("*") if path.is_file())
+    assert files == MINIMAL_FILES
+    assert 'my_sum = "bootcamp_my_sum.hooks"' in (package / "pyproject.toml").read_text()
+    assert [str(path) for path in package.rglob("*") if path.is_file() and _WORD.search(path.read_text())] == []
+
+    site = tmp_path / "site"
+    install(package, site)
+    listed = bootcamp("plugins", "--json", site=site)
+    assert listed.returncode == 0, listed.stderr
+    plugin = {item["namespace"]: item for item in json.loads(listed.stdout)}["my_sum"]
+    assert plugin["error"] is None and plugin["distribution"] == "bootcamp-my-sum"
+    components = {kind: ids for kind, ids in plugin["components"].items() if ids}
+    assert components == {"generator": ["my_sum/sum"], "reward": ["my_sum/sum"]}
+
+    out = tmp_path / "out"
+    generated = bootcamp("generate", "--bootcamp", "my_sum", "--split-samples", "train:4", "--output-dir", str(out),
+                         "-q", site=site)
+    assert generated.returncode == 0, generated.stderr
+    records = [json.loads(line) for line in (out / "my_sum_train.jsonl").read_text().splitlines()]
+    assert len(records) == 4 and {r["data_source"] for r in records} == {"bootcamp/my_sum"}
+
+    checked = bootcamp("check", "my_sum", site=site)
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    tests = run(sys.executable, "-m", "pytest", str(package / "tests"), "-q", "-p", "no:cacheprovider",
+                "--rootdir", str(package), site=site, cwd=tmp_path)
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
+    assert " passed" in tests.stdout
+
+
+def test_new_without_minimal_still_renders_the_full_template_and_minimal_refuses_an_existing_folder(tmp_path: Path):
+    full = new_bootcamp("twice", tmp_path)
+    assert (full / "src" / "bootcamp_twice" / "tools.py").is_file()
+    with pytest.raises(ConfigError, match="already exists"):
+        new_bootcamp("twice", tmp_path, minimal=True)
+    small = new_bootcamp("twice", tmp_path, minimal=True, force=True)
+    assert not (small / "src" / "bootcamp_twice" / "tools.py").exists()
+    assert (small / "src" / "bootcamp_twice" / "task.py").is_file()
+
+
+def test_minimal_template_renders_to_itself():
+    for path in MINIMAL_TEMPLATE.rglob("*"):
+        if path.is_file():
+            assert path.name.endswith(".tmpl"), path
+            text = path.read_text(encoding="utf-8")
+            assert render(text, "example") == text, path
+
+
 BAD_HOOKS = """
 from bootcamp_core import TaskGenerator, Reward, Tool, hookimpl
 
@@ -136,16 +199,69 @@ def bootcamp_register_rewards(register):
 """
 
 
+def failed_checks(stdout: str) -> set[str]:
+    return set(re.findall(r"^FAIL (\w+): ", stdout, flags=re.MULTILINE))
+
+
 def test_check_reports_every_broken_rule_of_a_nonconforming_bootcamp(tmp_path: Path):
     site = tmp_path / "site"
     write_distribution(site, "bootcamp-bad", "0.1", entry_points={"bootcamp": {"bad": "bad_hooks"}},
                        modules={"bad_hooks.py": BAD_HOOKS})
     result = bootcamp("check", "bad", site=site)
     assert result.returncode == 1
+    failed = failed_checks(result.stdout)
+    assert {"identity_survives_a_json_round_trip", "prompts_are_not_empty",
+            "tool_parameters_are_valid_json_schema",
+            "rewards_stay_in_range_and_never_raise_on_garbage"} <= failed, result.stdout[-3000:]
+    assert "parameters.type is 'objekt'" in result.stdout
+    assert result.stdout.splitlines()[-1].startswith(f"{len(CHECKS)} checks: {len(CHECKS) - len(failed)} passed, "
+                                                     f"{len(failed)} failed")
+
+
+def test_the_pytest_kit_runs_the_same_checks_and_fails_the_same_tests(tmp_path: Path):
+    site = tmp_path / "site"
+    write_distribution(site, "bootcamp-bad", "0.1", entry_points={"bootcamp": {"bad": "bad_hooks"}},
+                       modules={"bad_hooks.py": BAD_HOOKS})
+    result = run(sys.executable, "-c", "import sys; from bootcamp_core.testing import check_bootcamp; "
+                 "sys.exit(check_bootcamp('bad', ['-rA']))", site=site, cwd=tmp_path)
+    assert result.returncode == 1
     failed = set(re.findall(r"FAILED \S+::TestConformance::(\w+)", result.stdout))
     assert {"test_identity_survives_a_json_round_trip", "test_prompts_are_not_empty",
             "test_tool_parameters_are_valid_json_schema",
             "test_rewards_stay_in_range_and_never_raise_on_garbage"} <= failed, result.stdout[-3000:]
+    passed = set(re.findall(r"PASSED \S+::TestConformance::(\w+)", result.stdout))
+    assert passed | failed == {f"test_{name}" for name in CHECKS}
+    assert failed == {f"test_{name}" for name in failed_checks(bootcamp("check", "bad", site=site).stdout)}
+
+
+def test_check_json_and_only(tmp_path: Path):
+    site = tmp_path / "site"
+    write_distribution(site, "bootcamp-bad", "0.1", entry_points={"bootcamp": {"bad": "bad_hooks"}},
+                       modules={"bad_hooks.py": BAD_HOOKS})
+    result = bootcamp("check", "bad", "--json", "--only", "prompts_are_not_empty", "--only", "tool_lifecycle",
+                      site=site)
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert (report["namespace"], report["distribution"], report["version"], report["passed"]) == (
+        "bad", "bootcamp-bad", "0.1", False)
+    assert [(check["name"], check["passed"]) for check in report["checks"]] == [
+        ("prompts_are_not_empty", False), ("tool_lifecycle", True)]
+    assert report["checks"][0]["reason"] == "bad/g: empty prompt"
+    passing = bootcamp("check", "bad", "--json", "--only", "tool_lifecycle", site=site)
+    assert passing.returncode == 0 and json.loads(passing.stdout)["passed"] is True
+    misspelt = bootcamp("check", "bad", "--only", "tool_lifecycles", site=site)
+    assert misspelt.returncode == 2 and "tool_lifecycle" in misspelt.stderr
+
+
+def test_a_bootcamp_that_crashes_fails_its_check_with_where_it_raised(tmp_path: Path):
+    site = tmp_path / "site"
+    hooks = MINIMAL_HOOKS.replace('return {"n": rng.randint(0, 9)}', 'raise ZeroDivisionError("no cases")')
+    write_distribution(site, "bootcamp-crash", "0.1", entry_points={"bootcamp": {"crash": "crash_hooks"}},
+                       modules={"crash_hooks.py": hooks})
+    result = bootcamp("check", "crash", "--only", "identity_survives_a_json_round_trip", site=site)
+    assert result.returncode == 1
+    assert ("FAIL identity_survives_a_json_round_trip: ZeroDivisionError: no cases (at crash_hooks.py:"
+            in result.stdout), result.stdout
 
 
 LEAKY_HOOKS = """
@@ -228,19 +344,76 @@ def test_check_catches_leaks_nondeterminism_endless_interactions_and_any_reward_
                        modules={"leaky_hooks.py": LEAKY_HOOKS})
     result = bootcamp("check", "leaky", site=site)
     assert result.returncode == 1
-    failed = set(re.findall(r"FAILED \S+::TestConformance::(\w+)", result.stdout))
-    assert failed == {"test_generation_is_deterministic", "test_tool_lifecycle", "test_interactions_terminate",
-                      "test_rewards_stay_in_range_and_never_raise_on_garbage",
-                      "test_solution_scores_one"}, result.stdout[-4000:]  # r2 scores an empty answer 5
+    failed = failed_checks(result.stdout)
+    assert failed == {"generation_is_deterministic", "tool_lifecycle", "interactions_terminate",
+                      "rewards_stay_in_range_and_never_raise_on_garbage",
+                      "solution_scores_one"}, result.stdout[-4000:]  # r2 scores an empty answer 5
     assert "PYTHONHASHSEED" in result.stdout and "leaks between instance ids" in result.stdout
 
 
 def test_check_on_the_installed_test_double_passes_and_unknown_namespace_is_clear():
     result = bootcamp("check", "example")
     assert result.returncode == 0, result.stdout[-3000:]
-    assert "passed" in result.stdout
+    assert f"{len(CHECKS)} checks: {len(CHECKS)} passed, 0 failed" in result.stdout
+    assert [line.split()[1] for line in result.stdout.splitlines() if line.startswith("PASS ")] == list(CHECKS)
     unknown = bootcamp("check", "exampel")
     assert unknown.returncode == 1 and 'Did you mean "example"' in unknown.stderr
+
+
+def test_own_json_schema_check_finds_what_jsonschema_finds():
+    assert json_schema_problems({"type": "object", "properties": {"n": {"type": ["integer", "null"], "minimum": 0},
+                                                                  "tags": {"type": "array", "items": {"enum": [1]}}},
+                                 "required": ["n"], "additionalProperties": False}) == []
+    broken = {"type": "object", "properties": {"n": {"type": "int"}, "s": {"pattern": "(", "minLength": -1}},
+              "required": "n", "anyOf": [], "items": 3}
+    assert json_schema_problems(broken) == [
+        "parameters.items must be an object or a boolean, not int",
+        ("parameters.properties.n.type is 'int', not one of array, boolean, integer, null, number, object, string "
+         "(or a list of them)"),
+        "parameters.properties.s.minLength must be a non-negative integer",
+        "parameters.properties.s.pattern is not a regular expression: missing ), unterminated subpattern at position 0",
+        "parameters.anyOf must be a non-empty list of schemas",
+        "parameters.required must be a list of distinct property names",
+    ]
+    jsonschema = pytest.importorskip("jsonschema")
+    for schema in ({"type": "int"}, {"required": "n"}, {"anyOf": []}, {"items": 3}, {"minLength": -1},
+                   {"properties": {"a": {"type": "objekt"}}}):
+        assert json_schema_problems(schema), schema
+        with pytest.raises(jsonschema.SchemaError):
+            jsonschema.Draft202012Validator.check_schema(schema)
+
+
+@pytest.mark.slow
+def test_check_needs_nothing_beyond_a_plain_install_of_core(tmp_path: Path):
+    """`pip install bootcamp-core`, `bootcamp new x`, install it: `bootcamp check x` runs, with no pytest anywhere."""
+    uv = pytest.importorskip("uv").find_uv_bin()
+    venv = tmp_path / "venv"
+    created = run(uv, "venv", "--python", sys.executable, str(venv))
+    assert created.returncode == 0, created.stderr
+    python = venv / ("Scripts" if os.name == "nt" else "bin") / "python"
+    installed = run(uv, "pip", "install", "--python", str(python), str(CORE), timeout=900)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    absent = run(str(python), "-c", "import importlib.util as u; "
+                 "print([m for m in ('pytest', 'hypothesis', 'jsonschema') if u.find_spec(m)])")
+    assert absent.stdout.strip() == "[]", absent.stdout + absent.stderr
+
+    def venv_bootcamp(*args: str, site: Path | None = None):
+        return run(str(python), "-m", "bootcamp_core.cli.main", *args, site=site, cwd=tmp_path)
+
+    assert venv_bootcamp("new", "x", "--output-dir", str(tmp_path)).returncode == 0
+    rendered = run(uv, "pip", "install", "--python", str(python), "--no-deps", str(tmp_path / "bootcamp-x"))
+    assert rendered.returncode == 0, rendered.stderr[-3000:]
+    checked = venv_bootcamp("check", "x")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert f"{len(CHECKS)} checks: {len(CHECKS)} passed, 0 failed" in checked.stdout
+
+    site = tmp_path / "site"
+    write_distribution(site, "bootcamp-bad", "0.1", entry_points={"bootcamp": {"bad": "bad_hooks"}},
+                       modules={"bad_hooks.py": BAD_HOOKS})
+    broken = venv_bootcamp("check", "bad", site=site)
+    assert broken.returncode == 1, broken.stdout[-3000:] + broken.stderr[-2000:]
+    assert {"identity_survives_a_json_round_trip", "prompts_are_not_empty", "tool_parameters_are_valid_json_schema",
+            "rewards_stay_in_range_and_never_raise_on_garbage"} <= failed_checks(broken.stdout), broken.stdout
 
 
 def test_template_is_bootcamp_example_and_renders_to_itself():

@@ -19,8 +19,7 @@ import attrs
 
 from bootcamp_battery_design.answer import format_answer
 from bootcamp_battery_design.tools import DEFAULT_BUDGET, design_bounds
-from bootcamp_core import ReferenceAgent
-from bootcamp_core.episode.engine import message_text
+from bootcamp_core import ReferenceAgent, message_text, tool_call_message
 
 __all__ = ["Probe", "SearchAgent", "Task", "next_design"]
 
@@ -227,16 +226,7 @@ class SearchAgent(ReferenceAgent):
         if solved or calls >= task.budget or (len(failed) >= 2 and not probes):
             return self._answer(task, solved or probes)
         thickness, porosity = next_design(task, probes, failed)
-        return {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [{
-                "id": f"call_{calls}",
-                "type": "function",
-                "function": {"name": TOOL_NAME,
-                             "arguments": json.dumps({"pos_thickness": thickness, "pos_porosity": porosity})},
-            }],
-        }
+        return tool_call_message(messages, (TOOL_NAME, {"pos_thickness": thickness, "pos_porosity": porosity}))
 
     @staticmethod
     def _answer(task: Task, candidates: list[Probe]) -> dict:

@@ -6,8 +6,7 @@ from bootcamp_battery_design.agent import SearchAgent
 from bootcamp_battery_design.generator import CellDesignGenerator
 from bootcamp_battery_design.reward import CellDesignReward
 from bootcamp_battery_design.tools import BatterySimulationTool
-from bootcamp_core import hookimpl
-from bootcamp_core.plugin.hookspecs import Register
+from bootcamp_core import Register, hookimpl
 
 
 @hookimpl

@@ -12,8 +12,7 @@ from bootcamp_bot_trajectory.judge import SOLVED, judge_path
 from bootcamp_bot_trajectory.planner import Planner, PlannerSettings
 from bootcamp_bot_trajectory.robot import Task, round_configuration
 from bootcamp_bot_trajectory.simulator import simulate
-from bootcamp_core import ConfigError, ReferenceAgent
-from bootcamp_core.episode.engine import message_text
+from bootcamp_core import ConfigError, ReferenceAgent, message_text, tool_call_message
 
 __all__ = ["PlannerAgent"]
 
@@ -96,14 +95,5 @@ class PlannerAgent(ReferenceAgent):
             return _answer(fallback, "I could not find a collision-free path.")
         if not can_check or calls >= budget:
             return _answer(planned, "Planned with RRT-Connect; no check_path calls are left to confirm it.")
-        return {
-            "role": "assistant",
-            "content": f"Planned a path of {len(planned)} waypoints with RRT-Connect; checking it.",
-            "tool_calls": [
-                {
-                    "id": f"call_{calls}",
-                    "type": "function",
-                    "function": {"name": "check_path", "arguments": json.dumps({"waypoints": planned})},
-                }
-            ],
-        }
+        return tool_call_message(messages, ("check_path", {"waypoints": planned}),
+                                 content=f"Planned a path of {len(planned)} waypoints with RRT-Connect; checking it.")

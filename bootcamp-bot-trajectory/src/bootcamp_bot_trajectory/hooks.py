@@ -7,8 +7,7 @@ from bootcamp_bot_trajectory.generator import TrajectoryGenerator
 from bootcamp_bot_trajectory.interaction import AnswerFeedback
 from bootcamp_bot_trajectory.reward import TrajectoryReward
 from bootcamp_bot_trajectory.tools import CheckPathTool, ForwardKinematicsTool
-from bootcamp_core import hookimpl
-from bootcamp_core.plugin.hookspecs import Register
+from bootcamp_core import Register, hookimpl
 
 
 @hookimpl

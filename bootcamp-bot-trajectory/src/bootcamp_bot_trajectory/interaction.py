@@ -8,8 +8,7 @@ from bootcamp_bot_trajectory.answer import ANSWER_FORMAT, find_answer
 from bootcamp_bot_trajectory.judge import judge_path
 from bootcamp_bot_trajectory.robot import Task
 from bootcamp_bot_trajectory.simulator import simulate
-from bootcamp_core import Interaction
-from bootcamp_core.episode.engine import message_text
+from bootcamp_core import Interaction, last_assistant_text
 
 __all__ = ["AnswerFeedback"]
 
@@ -41,10 +40,7 @@ class AnswerFeedback(Interaction):
     ) -> tuple[bool, str, float, dict]:
         """Judge the last assistant message: (terminate, feedback, turn score, ``{"unanswered"}``)."""
         state = self.state(instance_id)
-        content = next(
-            (message.get("content") for message in reversed(messages) if message.get("role") == "assistant"), None
-        )
-        waypoints, problem = find_answer(message_text(content))
+        waypoints, problem = find_answer(last_assistant_text(messages))
         if waypoints is None:
             state["unanswered"] += 1
             extra = {"unanswered": state["unanswered"]}

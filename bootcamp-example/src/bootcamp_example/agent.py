@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import random
 from typing import ClassVar
 
-from bootcamp_core import ReferenceAgent
-from bootcamp_core.episode.engine import message_text
+from bootcamp_core import ReferenceAgent, message_text, tool_call_message
 
 from bootcamp_example.answer import format_answer
 from bootcamp_example.arithmetic import ExpressionError, parse_number
@@ -25,21 +23,7 @@ class CalculatorAgent(ReferenceAgent):
         """A calculator call while no tool result is in the conversation, else the answer read from the latest one."""
         result = next((message for message in reversed(messages) if message.get("role") == "tool"), None)
         if result is None:
-            calls = sum(len(message.get("tool_calls") or ()) for message in messages)
-            return {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_{calls}",
-                        "type": "function",
-                        "function": {
-                            "name": "calculator",
-                            "arguments": json.dumps({"expression": identity["expression"]}),
-                        },
-                    }
-                ],
-            }
+            return tool_call_message(messages, ("calculator", {"expression": identity["expression"]}))
         # Only the tool's output, exactly as the model sees it, decides the answer (never the hidden identity).
         output = message_text(result.get("content")).strip()
         try:

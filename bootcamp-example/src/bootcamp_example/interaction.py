@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from bootcamp_core import Interaction
-from bootcamp_core.episode.engine import message_text
+from bootcamp_core import Interaction, last_assistant_text
 
 from bootcamp_example.answer import ANSWER_FORMAT, extract_result, within_tolerance
 
@@ -37,10 +36,7 @@ class FeedbackInteraction(Interaction):
     ) -> tuple[bool, str, float, dict]:
         """Judge the last assistant message: (terminate, feedback, turn score, ``{"attempts"}``)."""
         state = self.state(instance_id)
-        content = next(
-            (message.get("content") for message in reversed(messages) if message.get("role") == "assistant"), None
-        )
-        answer = extract_result(message_text(content))
+        answer = extract_result(last_assistant_text(messages))
         if answer is None:
             state["last_score"] = 0.0
             state["unanswered"] += 1

@@ -6,8 +6,7 @@ import json
 import random
 from typing import ClassVar
 
-from bootcamp_core import ReferenceAgent
-from bootcamp_core.episode.engine import message_text
+from bootcamp_core import ReferenceAgent, message_text, tool_call_message
 
 from bootcamp_financial_prediction.answer import format_answer
 from bootcamp_financial_prediction.forecast import forecast_statements
@@ -36,16 +35,7 @@ class DriverModelAnalyst(ReferenceAgent):
         offered = {(tool.get("function") or {}).get("name") for tool in tools}
         report = next((m for m in reversed(messages) if m.get("role") == "tool" and m.get("name") == _CHECK), None)
         if report is None and _CHECK in offered:
-            calls = sum(len(message.get("tool_calls") or ()) for message in messages)
-            return {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [{
-                    "id": f"call_{calls}",
-                    "type": "function",
-                    "function": {"name": _CHECK, "arguments": json.dumps({"statements": forecast})},
-                }],
-            }
+            return tool_call_message(messages, (_CHECK, {"statements": forecast}))
         year = data["forecast_year"]
         return {
             "role": "assistant",

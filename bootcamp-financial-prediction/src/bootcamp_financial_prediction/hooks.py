@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from bootcamp_core import hookimpl
-from bootcamp_core.plugin.hookspecs import Register
+from bootcamp_core import Register, hookimpl
 
 from bootcamp_financial_prediction.agent import DriverModelAnalyst
 from bootcamp_financial_prediction.generator import ForecastGenerator

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from bootcamp_core import Interaction
-from bootcamp_core.episode.engine import message_text
+from bootcamp_core import Interaction, last_assistant_text
 
 from bootcamp_financial_prediction.answer import ANSWER_FORMAT, parse_answer
 from bootcamp_financial_prediction.scoring import score_forecast
@@ -37,10 +36,7 @@ class AnswerFeedback(Interaction):
     ) -> tuple[bool, str, float, dict]:
         """Judge the last assistant message: (terminate, feedback, turn score, ``{"unanswered"}``)."""
         state = self.state(instance_id)
-        content = next(
-            (message.get("content") for message in reversed(messages) if message.get("role") == "assistant"), None
-        )
-        parsed = parse_answer(message_text(content))
+        parsed = parse_answer(last_assistant_text(messages))
         if parsed is not None and parsed.complete:
             try:
                 state["score"] = score_forecast(parsed.values, state["identity"]).score

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from typing import ClassVar
 
-from bootcamp_core import ReferenceAgent
-from bootcamp_core.episode.engine import message_text
+from bootcamp_core import ReferenceAgent, message_text, tool_call_message
 from bootcamp_texas_holdem.bots import Decision, pot_odds_action
 from bootcamp_texas_holdem.cards import parse_cards
 from bootcamp_texas_holdem.game import MATCH_OVER
@@ -89,29 +87,19 @@ class EquityPlayer(ReferenceAgent):
     async def act(self, messages: list[dict], tools: list[dict], identity: dict, rng: random.Random) -> dict:
         """A ``table`` call first, then one ``act`` call per decision, then a one-line result once the match is over."""
         outputs = [message_text(message.get("content")) for message in messages if message.get("role") == "tool"]
-        calls = sum(len(message.get("tool_calls") or ()) for message in messages)
         for output in reversed(outputs):
             for line in output.splitlines():
                 if line.startswith(MATCH_OVER + ":"):
                     return {"role": "assistant", "content": f"Result: {line}"}
         parsed = parse_decision(outputs[-1], _current_hand(outputs)) if outputs else None
         if parsed is None:
-            return _call(calls, "table", {})
+            return tool_call_message(messages, ("table", {}))
         decision, bet_name = parsed
         kind, amount = pot_odds_action(decision, rng)
         if kind == "raise":
-            return _call(calls, "act", {"action": bet_name, "amount": amount})
+            return tool_call_message(messages, ("act", {"action": bet_name, "amount": amount}))
         if kind == "fold":
-            return _call(calls, "act", {"action": "fold"})
-        return _call(calls, "act", {"action": "call" if decision.to_call else "check"})
+            return tool_call_message(messages, ("act", {"action": "fold"}))
+        return tool_call_message(messages, ("act", {"action": "call" if decision.to_call else "check"}))
 
 
-def _call(index: int, name: str, arguments: dict) -> dict:
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": f"call_{index}", "type": "function",
-             "function": {"name": name, "arguments": json.dumps(arguments)}}
-        ],
-    }

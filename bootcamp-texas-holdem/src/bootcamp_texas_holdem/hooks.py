@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from bootcamp_core import hookimpl
-from bootcamp_core.plugin.hookspecs import Register
+from bootcamp_core import Register, hookimpl
 from bootcamp_texas_holdem.agent import EquityPlayer
 from bootcamp_texas_holdem.generator import HeadsUpGenerator
 from bootcamp_texas_holdem.interaction import TableFeedback

@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from bootcamp_core import Interaction
-from bootcamp_core.episode.engine import message_text
+from bootcamp_core import Interaction, message_text
 from bootcamp_texas_holdem.game import MATCH_OVER, match_score
 
 __all__ = ["TableFeedback", "match_status"]

@@ -5,10 +5,8 @@ This module is the public API: a bootcamp or an extension package imports from h
 the package; everything else on first use, so ``import bootcamp_core`` stays cheap.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+import importlib as _importlib
+from typing import Any as _Any
 
 from bootcamp_core.__about__ import __version__
 from bootcamp_core.plugin.components import Interaction, ReferenceAgent, Reward, TaskGenerator, Tool
@@ -27,8 +25,13 @@ from bootcamp_core.plugin.hookspecs import Register, hookimpl
 #: The plugin API. Hooks and keyword arguments are only ever added; anything retired warns for one minor release.
 API_VERSION = 1
 
-#: public name -> the module that defines it, imported when the name is first used
+#: public name -> the module that defines it (``module:name`` where it is defined under another name), imported
+#: when the name is first used
 _LAZY = {
+    "AnswerFeedback": "bootcamp_core.blocks",
+    "CallBudget": "bootcamp_core.blocks",
+    "last_assistant_text": "bootcamp_core.blocks",
+    "tool_call_message": "bootcamp_core.blocks",
     "get_registry": "bootcamp_core.plugin.loader",
     "Registry": "bootcamp_core.plugin.loader",
     "run_episode": "bootcamp_core.episode.engine",
@@ -39,9 +42,26 @@ _LAZY = {
     "read_records": "bootcamp_core.data.io",
     "write_records": "bootcamp_core.data.io",
     "load_component_config": "bootcamp_core.data.config",
+    # added by this change, pending DESIGN.md (docs/api.md lists them): what bootcamps and plugins/verl need
+    "message_text": "bootcamp_core.blocks",
+    "score_trajectory": "bootcamp_core.episode.scoring",
+    "to_json_value": "bootcamp_core.episode.messages:jsonable",
+    "to_json_text": "bootcamp_core.data.io:dumps",
+    "atomic_write": "bootcamp_core.data.io:AtomicFile",
+    "tool_server_client": "bootcamp_core.serve.client:client_for",
+    # the functions behind `bootcamp generate` and `bootcamp eval`, for scripts (the README's Python API)
+    "config_for_bootcamp": "bootcamp_core.data.generate",
+    # not "generate": bootcamp_core.generate is the old module path, whose import would rebind that name
+    "generate_dataset": "bootcamp_core.data.generate:generate",
+    "EvalConfig": "bootcamp_core.evaluate.config",
+    "run_evaluation": "bootcamp_core.evaluate.run",
+    # what a plugin's `bootcamp.commands` module shares with core's commands (bootcamp_core.cli.helpers)
+    "add_flag": "bootcamp_core.cli.helpers",
+    "resolve_component_config": "bootcamp_core.cli.helpers",
+    "run_guarded": "bootcamp_core.cli.helpers",
 }
 #: public submodules, imported when first used
-_MODULES = {}
+_MODULES = {"answers": "bootcamp_core.answers"}
 
 __all__ = [
     "API_VERSION",
@@ -65,11 +85,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     if name in _MODULES:
-        value = importlib.import_module(_MODULES[name])
+        value = _importlib.import_module(_MODULES[name])
     elif name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+        module, _, defined_as = _LAZY[name].partition(":")
+        value = getattr(_importlib.import_module(module), defined_as or name)
     else:
         raise AttributeError(f"module 'bootcamp_core' has no attribute {name!r}")
     globals()[name] = value
@@ -77,4 +98,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    # the public API only: the layer subpackages the import system sets as attributes are internal
+    return sorted({*__all__, "__version__", *(name for name in globals() if name.startswith("__"))})

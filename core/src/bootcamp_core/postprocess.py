@@ -338,7 +338,7 @@ def build_processor(
     score, even a missing one.
     """
     if extract_training and extract_messages:
-        raise ConfigError("choose one of --extract-training and --extract-messages")
+        raise ConfigError("choose one of extract_training and extract_messages", field="extract_training")
     processor = DataPostProcessor()
     if filter_success:
         processor.add_filter(filter_by_success, name="success")

@@ -30,7 +30,8 @@ import attrs
 from bootcamp_core.plugin.errors import BootcampError, ConfigError
 from bootcamp_core.data.io import AtomicFile, dumps
 from bootcamp_core.data.records import GeneratedSample
-from bootcamp_core.episode.engine import jsonable, score_trajectory
+from bootcamp_core.episode.messages import jsonable
+from bootcamp_core.episode.scoring import score_trajectory
 
 __all__ = ["RescoreChange", "RescoreReport", "rescore_results", "rescore_line", "default_output_path",
            "refresh_summary"]
@@ -134,7 +135,7 @@ def rescore_results(
     if not path.is_file():
         raise ConfigError(f"{path}: no such results file")
     if in_place and output is not None:
-        raise ConfigError("give an output path or in_place, not both")
+        raise ConfigError("give an output path or in_place, not both", field="in_place")
     target = path if in_place else Path(output) if output is not None else default_output_path(path)
     registry = registry or get_registry()
     report = RescoreReport(input_path=path, output_path=target)
@@ -188,7 +189,7 @@ def refresh_summary(results: str | os.PathLike, *, verify_kwargs: dict | None = 
     """Rewrite summary.json, summary.csv and report.html beside ``results`` from its lines, when any of them is
     there; returns the summary.json path, or ``None`` when there was nothing to refresh (or it belongs to another
     results file)."""
-    from bootcamp_core.evaluate.run import REPORT_NAME, SUMMARY_CSV, SUMMARY_JSON, summarize_file, write_summary
+    from bootcamp_core.evaluate.statistics import REPORT_NAME, SUMMARY_CSV, SUMMARY_JSON, summarize_file, write_summary
 
     results = Path(results)
     directory = results.parent

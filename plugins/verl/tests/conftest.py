@@ -14,17 +14,17 @@ from typing import Any
 import attrs
 import pytest
 
-from bootcamp_core.data.config import load_instruction_config
-from bootcamp_core.data.generate import generate
-from bootcamp_core.plugin.loader import get_registry, reset_registry
-from bootcamp_core.testing import write_distribution
+from bootcamp_core import get_registry
+from bootcamp_core.testing import generate_dataset, reset_registry, write_distribution
 
 #: A second bootcamp: a counter whose steps parameter is an array (verl would drop its items), a tool score that
-#: says whether the counter reached the target, and a reward that scores from that tool score. A step of 0 hangs.
+#: says whether the counter reached the target, and a reward that scores from that tool score. A step of 0 hangs; a
+#: negative step fails as a lost tool server does; config ``delay_s`` makes each call wait between reading and
+#: writing the count, so calls that overlap lose an update.
 MINI_HOOKS = '''
 import asyncio
 
-from bootcamp_core import Reward, TaskGenerator, Tool, hookimpl
+from bootcamp_core import InfrastructureError, Reward, TaskGenerator, Tool, hookimpl
 
 class CountGenerator(TaskGenerator):
     name = "count"
@@ -53,8 +53,13 @@ class CounterTool(Tool):
             raise ValueError("steps must be a list of integers")
         if 0 in steps:  # a step of 0 hangs: a tool that never answers
             await asyncio.sleep(3600)
+        if any(step < 0 for step in steps):
+            raise InfrastructureError("the tool server went away")
         state = self.state(instance_id)
-        state["count"] += sum(steps)
+        count = state["count"]
+        if self.config.get("delay_s"):
+            await asyncio.sleep(self.config["delay_s"])
+        state["count"] = count + sum(steps)
         return f"count={state['count']}", 0.0, {"count": state["count"]}
     async def calc_reward(self, instance_id, **kwargs):
         state = self.state(instance_id)
@@ -198,7 +203,7 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> Datasets:
     folder = tmp_path_factory.mktemp("datasets")
     for name, text in (("example", EXAMPLE_CONFIG), ("mini", MINI_CONFIG), ("clash", CLASH_CONFIG)):
         (folder / f"{name}.yaml").write_text(text, encoding="utf-8")
-        generate(load_instruction_config(folder / f"{name}.yaml"), folder, registry=get_registry())
+        generate_dataset(name, folder, get_registry(), instruction_config=folder / f"{name}.yaml")
     mixed = folder / "mixed_train.jsonl"
     mixed.write_text((folder / "example_train.jsonl").read_text() + (folder / "mini_train.jsonl").read_text())
     return Datasets(folder / "example_train.jsonl", folder / "example_test.jsonl", folder / "mini_train.jsonl",

@@ -7,7 +7,7 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from bootcamp_core.plugin.loader import get_registry
+from bootcamp_core import get_registry
 from bootcamp_verl.reward import compute_score
 
 WRONG = 'Answer:\n```json\n{"result": 1}\n```'
@@ -160,17 +160,15 @@ def test_rows_of_other_data_run_as_verls_loop_with_the_same_keys(dataset_rows, r
         "output": "", "messages": [], "tool_scores": {}, "finish_reason": "", "bootcamp_error": 0}
 
 
-def test_a_failed_open_runs_no_model_turn_and_is_not_trained_on(dataset_rows, run_loop, load_tools, scripted_server,
-                                                                 monkeypatch):
-    from bootcamp_core.plugin.errors import InfrastructureError
+def test_a_failed_open_runs_no_model_turn_and_is_not_trained_on(dataset_rows, run_loop, load_tools, scripted_server):
+    from bootcamp_core.testing import free_port
+    from bootcamp_verl.tool import BootcampTool
 
     row = rows_of(dataset_rows, "bootcamp/mini")[0]
     tools = load_tools()
-
-    async def unreachable(instance_id, identity):
-        raise InfrastructureError("cannot connect to the tool server")
-
-    monkeypatch.setattr(tools["counter"], "open_episode", unreachable)
+    # the counter served by a tool server that is not there: opening the episode cannot connect
+    tools["counter"] = BootcampTool({"type": "native", "tool_id": "mini/counter",
+                                     "url": f"http://127.0.0.1:{free_port()}"}, tools["counter"].tool_schema)
     server = scripted_server(["done"])
 
     _, output = run_loop("bootcamp_agent", server, list(tools.values()), row)
@@ -186,27 +184,16 @@ def test_a_failed_open_runs_no_model_turn_and_is_not_trained_on(dataset_rows, ru
 
 
 def test_a_tool_failing_mid_episode_masks_the_whole_trajectory(dataset_rows, run_loop, load_tools, scripted_server,
-                                                               call, monkeypatch):
-    from bootcamp_core.plugin.errors import InfrastructureError
-
+                                                               call):
     row = rows_of(dataset_rows, "bootcamp/mini")[0]
     tools = load_tools()
-    counter = tools["counter"].tool
-    calls = []
-    real_execute = counter.execute
+    # the second call fails as a lost tool server does (the test bootcamp's counter on a negative step)
+    server = scripted_server([call("counter", {"steps": "[1]"}), call("counter", {"steps": "[-1]"}), "done"])
 
-    async def flaky(instance_id, parameters, **kwargs):
-        calls.append(parameters)
-        if len(calls) > 1:
-            raise InfrastructureError("the tool server went away")
-        return await real_execute(instance_id, parameters, **kwargs)
+    _, output = run_loop("bootcamp_agent", server, list(tools.values()), row)
 
-    monkeypatch.setattr(counter, "execute", flaky)
-    steps = call("counter", {"steps": "[1]"})
-
-    _, output = run_loop("bootcamp_agent", scripted_server([steps, steps, "done"]), list(tools.values()), row)
-
-    assert len(calls) == 2
+    assert len(server.prompts) == 2  # no model turn after the failure
+    assert "went away" in output.extra_fields["infrastructure_error"]
     assert output.extra_fields["bootcamp_error"] == 1 and output.extra_fields["finish_reason"] == "error"
     assert output.response_mask and set(output.response_mask) == {0}  # the model's turns too: no gradient
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from bootcamp_core.plugin.errors import ConfigError
+from bootcamp_core import ConfigError
 from bootcamp_verl.export import AGENT_NAME, ExportOptions, export_datasets
 
 EXPORT_WITHOUT_VERL = (
@@ -75,8 +75,7 @@ def test_rows_name_their_agent_loop_and_tools_and_carry_no_nulls_for_tools(expor
 
 def test_the_exported_parquet_reads_back_as_the_records_it_came_from(exported, datasets):
     """What was trained on can be evaluated: core's readers take the export (structs, JSON text, tool_selection)."""
-    from bootcamp_core.data.io import read_records
-    from bootcamp_core.data.records import GeneratedSample
+    from bootcamp_core import GeneratedSample, read_records
 
     exported_samples = [GeneratedSample.from_record(record) for record in read_records(exported.parquet_files[0])]
     original = [GeneratedSample.from_record(record) for record in read_records(datasets.mixed_train)]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bootcamp_core.data.io import read_jsonl
+from bootcamp_core import read_records
 from bootcamp_verl.reward import RESULT_KEYS
 
 
@@ -19,7 +19,7 @@ def compute_score():
 
 @pytest.fixture(scope="module")
 def example_record(datasets) -> dict:
-    return next(read_jsonl(datasets.example_train))
+    return next(read_records(datasets.example_train))
 
 
 def answer(value) -> str:

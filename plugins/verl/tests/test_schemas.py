@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bootcamp_core.plugin.errors import ConfigError
+from bootcamp_core import ConfigError
 from bootcamp_verl.schemas import decode_json_parameters, verl_schema
 
 SCHEMAS = {

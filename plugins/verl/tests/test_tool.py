@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from bootcamp_core.plugin.errors import ConfigError, UnknownIdError
-from bootcamp_core.plugin.loader import get_registry
+from bootcamp_core import ConfigError, UnknownIdError, get_registry
 from bootcamp_verl.tool import INSTANCE_ATTRIBUTE, BootcampTool
 
 
@@ -167,7 +166,12 @@ def test_bad_tool_configs_are_clear_errors(config, schema_name, error):
 def test_verls_loader_takes_only_native_tools_so_a_served_tool_is_native_with_a_url(tmp_path):
     from verl.tools.tool_registry import initialize_tools_from_config
 
-    from bootcamp_core.serve.client import RemoteTool
+    from bootcamp_core import tool_server_client
+
+    def served_by_the_server(adapter: BootcampTool) -> bool:
+        # the tool server's client hands out one tool object per (id, call limit): the adapter's is that one
+        return adapter.tool is tool_server_client("http://127.0.0.1:9").tool(
+            "example/calculator", call_timeout_s=adapter.tool_timeout_s)
 
     entry = {"class_name": "bootcamp_verl.tool.BootcampTool",
              "config": {"type": "remote", "tool_id": "example/calculator", "url": "http://127.0.0.1:9"}}
@@ -178,41 +182,30 @@ def test_verls_loader_takes_only_native_tools_so_a_served_tool_is_native_with_a_
     entry["config"]["type"] = "native"
     path.write_text(json.dumps({"tools": [entry]}))
     [served] = initialize_tools_from_config(str(path))
-    assert isinstance(served.tool, RemoteTool) and served.name == "calculator"
+    assert served_by_the_server(served) and served.name == "calculator"
+    assert served.tool is not get_registry().component("tool", "example/calculator")
     # built directly, the spelling of `bootcamp eval --tool-config` works too; neither touches the network
-    assert isinstance(BootcampTool(dict(entry["config"], type="remote")).tool, RemoteTool)
+    assert served_by_the_server(BootcampTool(dict(entry["config"], type="remote")))
 
 
-def test_calls_of_a_tool_that_is_not_parallel_safe_run_one_at_a_time(monkeypatch):
+def test_calls_of_a_tool_that_is_not_parallel_safe_run_one_at_a_time():
     """verl's stock loop runs the calls of one turn concurrently; one trajectory's instance gets them in turn."""
-    tool = BootcampTool({"type": "native", "tool_id": "mini/counter"})
+    # delay_s: each call of the test bootcamp's counter waits between reading and writing the count, so two calls
+    # that overlap both read the same count and one update is lost
+    tool = BootcampTool({"type": "native", "tool_id": "mini/counter", "tool_config": {"delay_s": 0.05}})
     assert tool.parallel_safe is False
-    running, overlapped = [], []
-    real_execute = tool.tool.execute
-
-    async def slow(instance_id, parameters, **kwargs):
-        running.append(instance_id)
-        overlapped.append(len(running) > 1)
-        await asyncio.sleep(0.05)
-        result = await real_execute(instance_id, parameters, **kwargs)
-        running.remove(instance_id)
-        return result
-
-    monkeypatch.setattr(tool.tool, "execute", slow)
     data = agent_data({"counter": {"create_kwargs": {"identity": json.dumps({"target": 3})}}})
 
     async def turn():
         return await asyncio.gather(*(one_call(tool, {"steps": [step]}, data) for step in (1, 2)))
 
     results = asyncio.run(turn())
-    assert overlapped == [False, False]
-    assert [response.text for response, _, _ in results] == ["count=1", "count=3"]  # in call order
+    assert [response.text for response, _, _ in results] == ["count=1", "count=3"]  # in call order, none lost
 
-    # a parallel_safe tool is not held back
+    # a parallel_safe tool is not held back: both calls read count=3, so the second one's write wins
     tool.parallel_safe = True
-    overlapped.clear()
-    asyncio.run(turn())
-    assert overlapped == [False, True]
+    results = asyncio.run(turn())
+    assert [response.text for response, _, _ in results] == ["count=4", "count=5"]
 
 
 @pytest.mark.parametrize("with_schema", [True, False])

@@ -1,21 +1,33 @@
-"""``bootcamp new NAME``: a new bootcamp package rendered from bootcamp-example, the living template.
+"""``bootcamp new NAME``: a new bootcamp package rendered from bootcamp-example, the living template, or with
+``--minimal`` from a small skeleton (one generator, one reward, the conformance test).
 
-The template is bootcamp-example itself (packaged into bootcamp-core's wheel, or read from the source tree in a
-development install). It spells its namespace only as ``example`` (ids ``example/...``, ``bootcamp_example``,
+The full template is bootcamp-example itself (packaged into bootcamp-core's wheel, or read from the source tree in a
+development install); the skeleton lives beside this module, each file ending in ``.tmpl`` so no tool takes it for
+code of the core. Both spell their namespace only as ``example`` (ids ``example/...``, ``bootcamp_example``,
 ``bootcamp-example``), so rendering is a word substitution and the result is a working bootcamp under the new name.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 from importlib import resources
 from pathlib import Path
 
+from bootcamp_core.cli.helpers import add_flag
 from bootcamp_core.plugin.errors import BootcampError, ConfigError
-from bootcamp_core.plugin.loader import NAMESPACE_PATTERN
+
+HELP = "scaffold a new bootcamp package from the living template (--minimal: a small skeleton)"
+DESCRIPTION = """\
+Create bootcamp-<name>/: an installable, tested bootcamp package under the namespace NAME. By default a copy of
+bootcamp-example (a generator, a tool, an interaction, a reward, a reference agent and their tests); with --minimal
+a small skeleton: one generator, one reward, the conformance test, pyproject.toml with the entry point, README."""
 
 TEMPLATE_NAMESPACE = "example"
+#: the --minimal skeleton: files ending in .tmpl, rendered like the full template
+MINIMAL_TEMPLATE = Path(__file__).resolve().parent / "minimal_template"
+_SUFFIX = ".tmpl"
 _WORD = re.compile(r"(?<![A-Za-z0-9])example(?![A-Za-z0-9])")
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache", ".venv", "build", "dist"}
 
@@ -37,14 +49,16 @@ def render(text: str, namespace: str) -> str:
     return _WORD.sub(namespace, text)
 
 
-def new_bootcamp(namespace: str, output_dir: Path = Path("."), *, force: bool = False) -> Path:
+def new_bootcamp(namespace: str, output_dir: Path = Path("."), *, force: bool = False, minimal: bool = False) -> Path:
     """Create ``<output_dir>/bootcamp-<namespace>/``: a complete, installable, tested bootcamp package."""
+    from bootcamp_core.plugin.loader import NAMESPACE_PATTERN
+
     if not NAMESPACE_PATTERN.match(namespace) or not namespace[0].isalpha():
         raise ConfigError(
             f'"{namespace}" is not a valid namespace: start with a letter, then lowercase letters, digits or "_"'
         )
-    source = template_root()
-    target = Path(output_dir) / render(source.name if source.name != "_template" else "bootcamp-example", namespace)
+    source = MINIMAL_TEMPLATE if minimal else template_root()
+    target = Path(output_dir) / render(f"bootcamp-{TEMPLATE_NAMESPACE}", namespace)
     if target.exists():
         if not force:
             raise ConfigError(f"{target} already exists (use --force to overwrite it)")
@@ -53,7 +67,7 @@ def new_bootcamp(namespace: str, output_dir: Path = Path("."), *, force: bool = 
         relative = path.relative_to(source)
         if any(part in _SKIP_DIRS or part.endswith(".egg-info") for part in relative.parts) or path.suffix == ".pyc":
             continue
-        destination = target / Path(*(render(part, namespace) for part in relative.parts))
+        destination = target / Path(*(render(part.removesuffix(_SUFFIX), namespace) for part in relative.parts))
         if path.is_dir():
             destination.mkdir(parents=True, exist_ok=True)
             continue
@@ -63,3 +77,18 @@ def new_bootcamp(namespace: str, output_dir: Path = Path("."), *, force: bool = 
         except UnicodeDecodeError:
             shutil.copyfile(path, destination)
     return target
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", help="the namespace, e.g. my_task (lowercase letters, digits, _)")
+    add_flag(parser, "--output-dir", default=".", metavar="DIR", help="where to create bootcamp-<name>/ (default: .)")
+    parser.add_argument("--minimal", action="store_true",
+                        help="a small skeleton: one generator, one reward and the conformance test")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing folder")
+
+
+def run(args: argparse.Namespace) -> int:
+    target = new_bootcamp(args.name, Path(args.output_dir), force=args.force, minimal=args.minimal)
+    print(f"created {target}")
+    print(f"next: pip install -e {target} && bootcamp check {args.name} && pytest {target / 'tests'}")
+    return 0

@@ -5,42 +5,37 @@ from __future__ import annotations
 
 import argparse
 
+from bootcamp_core.cli.helpers import add_flag
+
+HELP = "filter and transform results into training data"
 DESCRIPTION = """\
-Filter and transform evaluation results (ours, or the original framework's result files) into training data.
+Filter and transform evaluation results (ours, or the result files of the original framework, InternBootcamp) into
+training data.
 Order: filters (--filter-success, score, --data-source) -> --expand-messages-prefixes -> extraction.
 The score filter (both bounds inclusive) applies whenever --min-score > 0 or --max-score < 1:
 pass --min-score 0 to keep every score. OUT defaults to <IN stem>_processed.jsonl beside IN.
 Unreadable lines are skipped and listed with their line numbers."""
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    from bootcamp_core.cli.main import _add, _Formatter
-
-    parser = sub.add_parser(
-        "postprocess",
-        help="filter and transform results into training data",
-        description=DESCRIPTION,
-        formatter_class=_Formatter,
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="IN", help="results file: .jsonl (one result per line) or .json (an array)")
     parser.add_argument("output", metavar="OUT", nargs="?", default=None,
                         help="output JSONL (default: <IN stem>_processed.jsonl beside IN)")
-    _add(parser, "--filter-success", action="store_true",
-         help="keep episodes without an infrastructure error (success true)")
-    _add(parser, "--min-score", type=float, default=0.9, metavar="X",
-         help="lowest score kept, inclusive (default: 0.9)")
-    _add(parser, "--max-score", type=float, default=1.0, metavar="X",
-         help="highest score kept, inclusive (default: 1.0)")
-    _add(parser, "--data-source", action="append", metavar="NAME",
-         help="keep records of this data source, e.g. bootcamp/example (repeatable, or comma-separated)")
-    _add(parser, "--expand-messages-prefixes", action="store_true",
-         help="one record per assistant message after the prompt, its messages ending at that message")
+    add_flag(parser, "--filter-success", action="store_true",
+             help="keep episodes without an infrastructure error (success true)")
+    add_flag(parser, "--min-score", type=float, default=0.9, metavar="X",
+             help="lowest score kept, inclusive (default: 0.9)")
+    add_flag(parser, "--max-score", type=float, default=1.0, metavar="X",
+             help="highest score kept, inclusive (default: 1.0)")
+    add_flag(parser, "--data-source", action="append", metavar="NAME", field="data_sources",
+             help="keep records of this data source, e.g. bootcamp/example (repeatable, or comma-separated)")
+    add_flag(parser, "--expand-messages-prefixes", action="store_true", field="expand_prefixes",
+             help="one record per assistant message after the prompt, its messages ending at that message")
     extract = parser.add_mutually_exclusive_group()
-    _add(extract, "--extract-training", action="store_true",
-         help='write {"id": md5 of the messages, "data_source", "prompt", "messages", "tools"}')
-    _add(extract, "--extract-messages", action="store_true", help='write {"messages": [...]} only')
+    add_flag(extract, "--extract-training", action="store_true",
+             help='write {"id": md5 of the messages, "data_source", "prompt", "messages", "tools"}')
+    add_flag(extract, "--extract-messages", action="store_true", help='write {"messages": [...]} only')
     parser.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,36 +1,35 @@
-"""``bootcamp rescore RESULTS``: recompute the scores of saved trajectories with the installed rewards, calling no
-model, and report what changed (a thin wrapper over :func:`bootcamp_core.rescore.rescore_results`). Writes
-``<RESULTS stem>_rescored.jsonl`` beside the input unless ``--output`` or ``--in-place`` says otherwise; every write
-is atomic. With ``--in-place``, summary.json, summary.csv and report.html beside RESULTS are rewritten too."""
+"""``bootcamp rescore RESULTS``: recompute the scores of saved trajectories with the installed rewards (a thin
+wrapper over :func:`bootcamp_core.rescore.rescore_results`)."""
 
 from __future__ import annotations
 
 import argparse
 
+from bootcamp_core.cli.helpers import add_flag
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    from bootcamp_core.cli.main import _add
+HELP = "recompute scores of a results.jsonl with the installed rewards (no model calls)"
+DESCRIPTION = """\
+Recompute the scores of saved trajectories with the installed rewards, calling no model, and report what changed.
+Writes <RESULTS stem>_rescored.jsonl beside the input unless --output or --in-place says otherwise; every write is
+atomic. With --in-place, summary.json, summary.csv and report.html beside RESULTS are rewritten too."""
 
-    parser = sub.add_parser(
-        "rescore",
-        help="recompute scores of a results.jsonl with the installed rewards (no model calls)",
-        description=__doc__,
-    )
-    parser.add_argument("results", metavar="RESULTS", help="a results.jsonl written by `bootcamp eval`")
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", metavar="RESULTS", help="a results.jsonl written by bootcamp eval")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--output", "-o", metavar="PATH", help="where the re-scored lines go")
-    _add(target, "--in-place", action="store_true", help="replace RESULTS (atomically) and rewrite the summary.json, summary.csv and report.html beside it")
-    _add(parser, "--verify-correction-kwargs", metavar="JSON",
-         help="JSON object for the rewards, replacing the kwargs saved in each line")
+    add_flag(target, "--in-place", action="store_true",
+             help="replace RESULTS (atomically) and rewrite the summary.json, summary.csv and report.html beside it")
+    add_flag(parser, "--verify-correction-kwargs", metavar="JSON", field="verify_kwargs",
+             help="JSON object for the rewards, replacing the kwargs saved in each line")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--show", type=int, default=20, metavar="N", help="changed lines to list (default: 20)")
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from bootcamp_core.cli.main import json_object_flag
+    from bootcamp_core.cli.helpers import json_object_flag
     from bootcamp_core.rescore import rescore_results
 
     verify_kwargs = json_object_flag(args.verify_correction_kwargs, "--verify-correction-kwargs")

@@ -1,59 +1,60 @@
-"""``bootcamp serve``: the tool server (a thin wrapper over :func:`bootcamp_core.serve.serve`).
-
-Modes: ``unified`` (default) runs a master and --num-workers worker processes in the foreground; ``master`` runs only
-the router, ``worker`` only a worker that registers with --master-url. Ctrl-C or SIGTERM stops everything it started.
-The original framework's underscore spellings (``--tools_yaml_path``, ``--num_workers``, ``--master_url``) work too."""
+"""``bootcamp serve``: the tool server (a thin wrapper over :func:`bootcamp_core.serve.serve`)."""
 
 from __future__ import annotations
 
 import argparse
 
+from bootcamp_core.cli.helpers import add_flag
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    from bootcamp_core.cli.main import _add
+HELP = "serve bootcamp tools over HTTP: master, workers, or both (unified)"
+DESCRIPTION = """\
+Serve bootcamp tools over HTTP. Modes: unified (default) runs a master and --num-workers worker processes in the
+foreground; master runs only the router, worker only a worker that registers with --master-url. Ctrl-C or SIGTERM
+stops everything it started. The underscore spellings of the original framework, InternBootcamp (--tools_yaml_path,
+--num_workers, --master_url), work too.
 
-    parser = sub.add_parser(
-        "serve",
-        help="serve bootcamp tools over HTTP: master, workers, or both (unified)",
-        description=__doc__ + "\n\nThe HTTP API is in docs/tool-server.md. GET / is a dashboard, GET /health the "
-        "status as JSON; neither needs the token.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+The HTTP API is in docs/tool-server.md. GET / is a dashboard, GET /health the status as JSON; neither needs the
+token."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("master", "worker", "unified"), default="unified",
                         help="what to run (default: unified)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1; any other address needs a token)")
     parser.add_argument("--port", type=int, default=None,
                         help="port (default: 8000 for master and unified; a free port for a worker)")
-    _add(parser, "--master-url", metavar="URL", help="worker mode: the master to register with")
-    _add(parser, "--num-workers", type=int, default=1, metavar="N",
-         help="unified: worker processes to start; master: workers to wait for before /health is ready (default: 1)")
+    add_flag(parser, "--master-url", metavar="URL", help="worker mode: the master to register with")
+    add_flag(parser, "--num-workers", type=int, default=1, metavar="N",
+             help="unified: worker processes to start; master: workers to wait for before /health is ready "
+             "(default: 1)")
     parser.add_argument("--bootcamps", action="append", metavar="NAMESPACES",
-                        help="serve the tools of these bootcamps (comma-separated, repeatable; default: all installed)")
-    _add(parser, "--tool-config", metavar="PATH", help="serve exactly the tools of this tool config YAML")
+                        help="serve the tools of these bootcamps (comma-separated, repeatable; default: all "
+                        "installed)")
+    add_flag(parser, "--tool-config", metavar="PATH", help="serve exactly the tools of this tool config YAML")
     parser.add_argument("--tools_yaml_path", "--tools-yaml-path", dest="tool_config", help=argparse.SUPPRESS)
-    _add(parser, "--bootcamp-registry", metavar="PATH", help="serve the tools of the bootcamps a registry JSONL lists")
-    _add(parser, "--timeout-per-query", type=float, default=600.0, metavar="SECONDS",
-         help="limit of one tool call; past it the call fails with 504 (default: 600)")
+    add_flag(parser, "--bootcamp-registry", metavar="PATH",
+             help="serve the tools of the bootcamps a registry JSONL lists")
+    add_flag(parser, "--timeout-per-query", field="timeout_per_query_s", type=float, default=600.0, metavar="SECONDS",
+             help="limit of one tool call; past it the call fails with 504 (default: 600)")
     parser.add_argument("--token", default=None,
                         help="required on every register and tool call (default: $BOOTCAMP_TOKEN); never logged")
-    _add(parser, "--log-dir", metavar="DIR", help="write master.log and worker-<id>.log here")
-    _add(parser, "--heartbeat-interval", type=float, default=5.0, metavar="SECONDS",
-         help="how often workers report to the master (default: 5)")
-    _add(parser, "--worker-timeout", type=float, default=15.0, metavar="SECONDS",
-         help="a worker silent this long is dead and leaves routing (default: 15)")
-    _add(parser, "--idle-timeout", type=float, default=3600.0, metavar="SECONDS",
-         help="instances unused this long are released by their worker (default: 3600)")
-    _add(parser, "--max-body-bytes", type=int, default=16 * 1024 * 1024, metavar="BYTES",
-         help="larger requests are refused with 413 (default: 16 MiB)")
-    _add(parser, "--advertise-url", metavar="URL",
-         help="worker mode: the URL the master should use to reach this worker (default: derived)")
-    _add(parser, "--write-tool-config", metavar="PATH",
-         help="once every expected worker is up, write a tool config pointing at this server "
-         "(like the original's *_with_server_urls.yaml; `bootcamp eval --tool-config PATH` then runs tools here)")
-    _add(parser, "--access-log", action="store_true", help="log one line per request (never bodies)")
-    _add(parser, "--keep-running", action="store_true", help=argparse.SUPPRESS)  # the original's; always so
-    parser.set_defaults(run=run)
+    add_flag(parser, "--log-dir", metavar="DIR", help="write master.log and worker-<id>.log here")
+    add_flag(parser, "--heartbeat-interval", field="heartbeat_interval_s", type=float, default=5.0, metavar="SECONDS",
+             help="how often workers report to the master (default: 5)")
+    add_flag(parser, "--worker-timeout", field="worker_timeout_s", type=float, default=15.0, metavar="SECONDS",
+             help="a worker silent this long is dead and leaves routing (default: 15)")
+    add_flag(parser, "--idle-timeout", field="idle_timeout_s", type=float, default=3600.0, metavar="SECONDS",
+             help="instances unused this long are released by their worker (default: 3600)")
+    add_flag(parser, "--max-body-bytes", type=int, default=16 * 1024 * 1024, metavar="BYTES",
+             help="larger requests are refused with 413 (default: 16 MiB)")
+    add_flag(parser, "--advertise-url", metavar="URL",
+             help="worker mode: the URL the master should use to reach this worker (default: derived)")
+    add_flag(parser, "--write-tool-config", metavar="PATH",
+             help="once every expected worker is up, write a tool config pointing at this server "
+             "(like InternBootcamp's *_with_server_urls.yaml; bootcamp eval --tool-config PATH then runs tools here)")
+    add_flag(parser, "--access-log", action="store_true", help="log one line per request (never bodies)")
+    add_flag(parser, "--keep-running", action="store_true", help=argparse.SUPPRESS)  # InternBootcamp's; always so
 
 
 def run(args: argparse.Namespace) -> int:

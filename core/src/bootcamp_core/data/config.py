@@ -213,7 +213,7 @@ def parse_instruction_config(
     global_config = dict(global_config)
     extra_global = overrides.get("global_config") or {}
     if not isinstance(extra_global, Mapping):
-        raise ConfigError(f"--global-config-overrides must be a JSON object, got {extra_global!r}")
+        raise ConfigError(f"overrides: global_config must be a mapping, got {extra_global!r}", field="global_config")
     global_config.update(extra_global)
     _warn_unknown(global_config, GLOBAL_KEYS, f"{where}: global_config")
 
@@ -339,9 +339,9 @@ def load_component_config(path: str | os.PathLike, kind: str) -> list[ComponentE
         config = item.get("config") or {}
         if not isinstance(config, Mapping):
             raise ConfigError(f"{path}: {key}[{position}].config must be a mapping")
-        # verl's tool configs carry ``type: native``, a setting of verl's, not of the tool; ``type: remote`` (with
-        # ``url``) says the tool runs on a tool server (bootcamp_core.serve.client)
-        config = {k: v for k, v in config.items() if not (kind == "tool" and k == "type" and v != "remote")}
+        # verl's tool configs carry ``type: native``, a setting of verl's, not of the tool; any other ``type`` names
+        # the backend the tool runs on (``remote``: a tool server; see bootcamp_core.plugin.backends)
+        config = {k: v for k, v in config.items() if not (kind == "tool" and k == "type" and v == "native")}
         entries.append(ComponentEntry(str(item["class_name"]), dict(config), item.get("name")))
     return entries
 

@@ -80,7 +80,7 @@ class GroupPlan:
 def _one_generator(registry: Registry, namespace: str | None) -> str | None:
     if namespace is None:
         return None
-    ids = [gid for gid in registry.ids("generator") if gid.split("/", 1)[0] == namespace]
+    ids = registry.ids("generator", namespace=namespace)
     return ids[0] if len(ids) == 1 else None
 
 
@@ -645,7 +645,7 @@ def default_config_for(namespace: str, registry: Registry | None = None) -> tupl
                 return load_yaml(path), path
         except (ModuleNotFoundError, TypeError):
             pass
-    generators = [gid for gid in registry.ids("generator") if gid.split("/", 1)[0] == namespace]
+    generators = registry.ids("generator", namespace=namespace)
     if not generators:
         raise ConfigError(f'bootcamp "{namespace}" registers no generator, so there is nothing to generate')
     return {

@@ -13,19 +13,20 @@ Semantics (DESIGN.md): one instance id per episode shared by every tool and the 
 asked for ``calc_reward`` at the end and always released, the interaction always finalized; calls of one assistant
 turn run concurrently only when every tool called is ``parallel_safe``; the reward sees the last assistant message's
 content plus ``messages``, ``tool_rewards``, ``tool_scores``, ``turn_scores`` and the user's verify kwargs.
+
+The engine plans each kind of record once (its components, looked up in the registry, or built by the tool backend
+a tool-config entry's ``type:`` names), then runs the turns; a turn's tool calls are :mod:`.tool_calls`' and the
+reward's view of the trajectory is :mod:`.scoring`'s.
 """
 
 from __future__ import annotations
 
-import collections
 import copy
 import hashlib
-import itertools
 import json
 import logging
 import marshal
 import random
-import threading
 import time
 import uuid
 import weakref
@@ -36,9 +37,16 @@ import anyio
 import attrs
 
 from bootcamp_core.__about__ import __version__
+from bootcamp_core.data.records import EpisodeResult, GeneratedSample, ToolCall, normalize_record
+from bootcamp_core.episode.messages import normalize_assistant_message
+# defined in their own modules; importable here too, as plugins written against this module's first layout do
+from bootcamp_core.episode.messages import jsonable, message_text  # noqa: F401
+from bootcamp_core.episode.off_loop import run_off_loop
+from bootcamp_core.episode.scoring import score_trajectory
+from bootcamp_core.episode.tool_calls import run_tool_calls
+from bootcamp_core.plugin.backends import tool_backend
 from bootcamp_core.plugin.errors import InfrastructureError, ModelError, UnknownIdError
 from bootcamp_core.plugin.loader import Registry, get_registry
-from bootcamp_core.data.records import EpisodeResult, GeneratedSample, ToolCall, normalize_record
 
 __all__ = ["RolloutLimits", "PolicyTurn", "Policy", "episode_id", "run_episode", "FINISH_REASONS"]
 
@@ -91,29 +99,9 @@ def episode_id(record: dict | GeneratedSample, repeat: int) -> str:
     """The resume key: sha256 of the whole record's canonical JSON (identities as objects), then ``:<repeat>``."""
     if isinstance(record, GeneratedSample):
         record = record.to_record()
-    elif _needs_normalizing(record):  # only then a copy: hashing must not rewrite the caller's record
-        record = normalize_record(_copy(record))
+    else:
+        record = normalize_record(_copy(record))  # a copy: hashing must not rewrite the caller's record
     return _episode_id(record, repeat)
-
-
-def _is_text(value: Any) -> bool:
-    return isinstance(value, (str, bytes))
-
-
-def _needs_normalizing(record: dict) -> bool:
-    """Whether :func:`normalize_record` would change ``record`` (an identity stored as JSON text, as in parquet)."""
-    reward_model = record.get("reward_model")
-    if isinstance(reward_model, dict) and _is_text(reward_model.get("ground_truth")):
-        return True
-    extra = record.get("extra_info")
-    if not isinstance(extra, dict):
-        return False
-    for kwargs in (extra.get("tools_kwargs") or {}).values():
-        create = kwargs.get("create_kwargs") if isinstance(kwargs, dict) else None
-        if isinstance(create, dict) and _is_text(create.get("identity")):
-            return True
-    interaction = extra.get("interaction_kwargs")
-    return isinstance(interaction, dict) and _is_text(interaction.get("identity"))
 
 
 def _episode_id(record: dict, repeat: int) -> str:
@@ -122,110 +110,15 @@ def _episode_id(record: dict, repeat: int) -> str:
 
 
 def _copy(value: Any) -> Any:
-    """A copy of JSON-shaped data (dicts, lists, scalars): ``marshal`` copies those in C, many times faster than
-    ``copy.deepcopy``, which matters per episode at thousands of episodes per second; other values fall back."""
+    """A copy of JSON-shaped data (dicts, lists, scalars); other values fall back to ``copy.deepcopy``.
+
+    ``marshal`` copies in C: bench/bench_rollout.py (a) measured 0.129 ms harness CPU per turn with it and 0.136-0.140
+    ms with ``copy.deepcopy`` (median of 11, two rounds), one copy per episode.
+    """
     try:
         return marshal.loads(marshal.dumps(value))
     except ValueError:  # a value marshal does not know (a numpy scalar, a datetime ...)
-        return _copy_slow(value)
-
-
-def _copy_slow(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _copy_slow(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copy_slow(item) for item in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return copy.deepcopy(value)
-
-
-_INSTANCE_PREFIX = uuid.uuid4().hex[:20]
-_instance_numbers = itertools.count()
-
-
-def _new_instance_id() -> str:
-    """A unique instance id: a random prefix per process plus a counter (uuid4 per episode costs a syscall)."""
-    return f"{_INSTANCE_PREFIX}{next(_instance_numbers):012x}"
-
-
-def message_text(content: Any) -> str:
-    """The text of a message content: a string, or the text parts of an OpenAI content list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            part.get("text", "") for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    return ""
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` if JSON can hold it, else its repr (an extracted answer may be any object)."""
-    if value is None or type(value) in (str, int, float, bool):  # the common answers, without a trial dump
-        return value
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
-    return value
-
-
-def score_trajectory(
-    reward: Any,
-    identity: dict,
-    *,
-    messages: list[dict],
-    tool_rewards: list[float],
-    tool_scores: dict[str, float],
-    turn_scores: list[float],
-    verify_kwargs: dict | None = None,
-) -> tuple[float, Any]:
-    """(score, extracted output) of a trajectory: what the reward sees, the same for every runner (DESIGN.md).
-
-    ``output`` is the last assistant message's text; kwargs are the episode's plus the user's verify kwargs.
-    """
-    output = next(
-        (message_text(message.get("content")) for message in reversed(messages)
-         if isinstance(message, dict) and message.get("role") == "assistant"),
-        "",
-    )
-    kwargs = {**(verify_kwargs or {}), "messages": messages, "tool_rewards": tool_rewards,
-              "tool_scores": tool_scores, "turn_scores": turn_scores}
-    try:
-        extracted = jsonable(reward.extract_output(output))
-    except Exception as error:  # informative only: verify_score records the crash and scores 0
-        extracted = None
-        logger.debug("extract_output failed: %s", error)
-    return float(reward.verify_score(output, identity, **kwargs)), extracted
-
-
-def _assistant_message(message: Any, turn: int) -> dict:
-    """The policy's message as a trajectory entry: role set, content present, every tool call with an id and JSON text
-    arguments (reference agents may give a dict); other keys such as ``reasoning_content`` kept as they are."""
-    if not isinstance(message, dict):
-        raise ModelError(f"the policy returned {type(message).__name__}, not an assistant message")
-    message = dict(message)
-    message["role"] = "assistant"
-    message.setdefault("content", None)
-    calls = message.get("tool_calls")
-    if calls:
-        normalised = []
-        for index, call in enumerate(calls):
-            call = dict(call) if isinstance(call, dict) else {}
-            function = dict(call.get("function") or {})
-            arguments = function.get("arguments")
-            if not isinstance(arguments, str):
-                function["arguments"] = json.dumps(arguments if arguments is not None else {})
-            call["function"] = function
-            call.setdefault("type", "function")
-            if not call.get("id"):
-                call["id"] = f"call_{turn}_{index}"
-            normalised.append(call)
-        message["tool_calls"] = normalised
-    elif "tool_calls" in message:
-        del message["tool_calls"]  # an empty list confuses chat templates
-    return message
+        return copy.deepcopy(value)
 
 
 @attrs.define
@@ -245,76 +138,6 @@ class _Episode:
     first_model_error: str | None = None
     policy_s: float = 0.0
     tools_s: float = 0.0
-
-
-async def _execute(episode: _Episode, call: dict, limits: RolloutLimits) -> ToolCall:
-    """One tool call; the model's mistakes (bad JSON, unknown tool, a raising or slow tool) become an Error: text."""
-    function = call["function"]
-    name, arguments = function.get("name"), function["arguments"]
-    started = time.perf_counter()
-    tool = episode.tools.get(name)  # type: ignore[arg-type]
-    error_text: str | None = None
-    step_reward, metrics = 0.0, {}
-    try:
-        if tool is None:
-            raise ModelError(f"unknown tool {name!r}; available: {', '.join(sorted(episode.tools)) or 'none'}")
-        try:
-            parameters = json.loads(arguments) if arguments.strip() else {}
-        except ValueError as error:
-            raise ModelError(f"arguments of {name} are not valid JSON ({error})") from None
-        if not isinstance(parameters, dict):
-            raise ModelError(f"arguments of {name} must be a JSON object, got {type(parameters).__name__}")
-        try:
-            # what ``fail_after`` does, without its generator-based context manager and exception round trip
-            with anyio.CancelScope(deadline=anyio.current_time() + limits.tool_timeout_s) as scope:
-                output, step_reward, metrics = await tool.execute(episode.instance_id, parameters)
-        except (ModelError, InfrastructureError):
-            raise
-        except Exception as error:  # the tool rejected what the model asked: the model sees why and goes on
-            raise ModelError(f"{name} failed: {type(error).__name__}: {error}") from error
-        if scope.cancelled_caught:
-            raise ModelError(f"{name} timed out after {limits.tool_timeout_s:g} s")
-        output = output if isinstance(output, str) else json.dumps(jsonable(output))
-        step_reward = float(step_reward)
-        metrics = metrics if isinstance(metrics, dict) else {}
-    except ModelError as error:
-        error_text = str(error)
-        output, step_reward, metrics = f"Error: {error}", 0.0, {}
-    # built once, complete: each attribute set on an attrs record afterwards costs a hook call
-    return ToolCall(id=call["id"], name=str(name), arguments=arguments, output=output, step_reward=step_reward,
-                    metrics=metrics, error=error_text, duration_s=time.perf_counter() - started)
-
-
-async def _run_tool_calls(episode: _Episode, calls: list[dict], limits: RolloutLimits) -> list[ToolCall]:
-    started = time.perf_counter()
-    # Unknown tools answer at once with an error, so they never force sequential execution.
-    concurrent = len(calls) > 1 and all(
-        getattr(episode.tools.get(call["function"].get("name")), "parallel_safe", True) for call in calls
-    )
-    if concurrent:
-        results: list[ToolCall | None] = [None] * len(calls)
-        failure: list[Exception] = []
-
-        async def run(index: int, call: dict) -> None:
-            try:
-                results[index] = await _execute(episode, call, limits)
-            except Exception as error:
-                # Kept out of the task group, which would wrap it in an ExceptionGroup whose text hides the cause;
-                # raised below as itself, so it is classified exactly as on the sequential path. The first failure
-                # stops the turn's other calls, as it would stop the remaining calls there.
-                failure.append(error)
-                group.cancel_scope.cancel()
-
-        async with anyio.create_task_group() as group:
-            for index, call in enumerate(calls):
-                group.start_soon(run, index, call)
-        if failure:
-            raise failure[0]
-        done = [result for result in results if result is not None]
-    else:
-        done = [await _execute(episode, call, limits) for call in calls]
-    episode.tools_s += time.perf_counter() - started
-    return done
 
 
 async def _loop(episode: _Episode, policy: Policy, sample: GeneratedSample, schemas: list[dict], interaction: Any,
@@ -337,12 +160,15 @@ async def _loop(episode: _Episode, policy: Policy, sample: GeneratedSample, sche
             totals = episode.usage
             for key in _USAGE_KEYS:
                 totals[key] += int(turn.usage.get(key) or 0)
-        message = _assistant_message(turn.message, episode.assistant_turns)
+        message = normalize_assistant_message(turn.message, episode.assistant_turns)
         messages.append(message)
         episode.assistant_turns += 1
         calls = message.get("tool_calls")
         if calls:
-            for result in await _run_tool_calls(episode, calls, limits):
+            started = time.perf_counter()
+            results = await run_tool_calls(episode.tools, episode.instance_id, calls, timeout_s=limits.tool_timeout_s)
+            episode.tools_s += time.perf_counter() - started
+            for result in results:
                 episode.tool_calls.append(result)
                 episode.tool_rewards.append(result.step_reward)
                 messages.append(
@@ -363,86 +189,6 @@ async def _loop(episode: _Episode, policy: Policy, sample: GeneratedSample, sche
         messages.append({"role": "user", "content": feedback})
 
 
-#: Reward code of at most this many finished episodes runs per thread hop, in at most this many threads at once.
-OFF_LOOP_BATCH = 8
-OFF_LOOP_THREADS = 8
-
-
-@attrs.define
-class _Job:
-    call: Any
-    result: Any = None
-    error: BaseException | None = None
-    taken: bool = False  # in a batch that some episode is driving
-    done: bool = False
-    waiter: Any = None  # an anyio.Event while the job's episode waits without driving a batch
-
-
-class _OffLoop(threading.local):
-    """Sync callables run in worker threads, several per thread hop.
-
-    One ``to_thread.run_sync`` per reward costs a thread wake-up and an event-loop wake-up each (~0.2 ms of CPU per
-    episode, most of the engine's own cost at thousands of episodes per second). Here an episode that finds fewer
-    than :data:`OFF_LOOP_THREADS` batches running drives one: it takes up to :data:`OFF_LOOP_BATCH` waiting jobs to
-    a worker thread and wakes their episodes when it is back; the others wait for theirs. Reward code stays off the
-    event loop, and a slow verifier holds up at most the few jobs of its own batch, never the loop. Per thread,
-    since each event loop runs in one thread.
-    """
-
-    def __init__(self) -> None:
-        self.pending: collections.deque[_Job] = collections.deque()
-        self.drivers = 0
-
-    def wake_next(self) -> None:
-        """Hand driving to the next waiting job, so no job waits for a batch that nobody will start."""
-        for job in self.pending:
-            if job.waiter is not None:
-                job.waiter.set()
-                return
-
-    async def run(self, call: Any) -> Any:
-        job = _Job(call)
-        self.pending.append(job)
-        try:
-            while not job.done:
-                if not job.taken and self.drivers < OFF_LOOP_THREADS:
-                    batch = [self.pending.popleft() for _ in range(min(OFF_LOOP_BATCH, len(self.pending)))]
-                    for taken in batch:
-                        taken.taken = True
-                    self.drivers += 1
-                    try:
-                        await anyio.to_thread.run_sync(_run_jobs, batch)
-                    finally:
-                        self.drivers -= 1
-                        for other in batch:
-                            if other.waiter is not None:
-                                other.waiter.set()
-                        self.wake_next()
-                else:
-                    job.waiter = anyio.Event()
-                    await job.waiter.wait()
-                    job.waiter = None
-        finally:
-            if not job.done and not job.taken:  # cancelled while queued: leave, passing on a wake-up meant for us
-                self.pending.remove(job)
-                self.wake_next()
-        if job.error is not None:
-            raise job.error
-        return job.result
-
-
-def _run_jobs(batch: list[_Job]) -> None:
-    for job in batch:
-        try:
-            job.result = job.call()
-        except BaseException as error:  # re-raised in the job's own episode
-            job.error = error
-        job.done = True
-
-
-_OFF_LOOP = _OffLoop()
-
-
 @attrs.frozen
 class _Plan:
     """The components one kind of record uses, looked up once per registry instead of once per episode."""
@@ -460,28 +206,20 @@ _PLANS: weakref.WeakKeyDictionary[Registry, dict[tuple, _Plan]] = weakref.WeakKe
 
 def _plan(registry: Registry, sample: GeneratedSample, component_config: dict[str, dict]) -> _Plan:
     ids = (*sample.tools, sample.interaction, sample.reward)
-    configs = (
-        json.dumps([component_config.get(ref) for ref in ids], sort_keys=True, default=repr)
-        if component_config and any(ref in component_config for ref in ids)
-        else ""
-    )
+    configs = json.dumps([component_config.get(ref) for ref in ids], sort_keys=True, default=repr)
     key = (sample.generator, sample.tools, sample.interaction, sample.reward, configs)
-    plans = _PLANS.get(registry)
-    if plans is None:
-        plans = _PLANS.setdefault(registry, {})
+    plans = _PLANS.setdefault(registry, {})
     plan = plans.get(key)
     if plan is not None:
         return plan
     tools = {}
     used = []
-    served: dict[str, str] = {}  # versions a tool server reported for the tools it runs
+    served: dict[str, str] = {}  # versions a backend reported for the tools it runs
     for tool_id in sample.tools:
         config = component_config.get(tool_id)
-        if config and config.get("type") == "remote":
-            from bootcamp_core.serve.client import remote_tool
-
-            tool = remote_tool(tool_id, config)
-            served.update(type(tool).versions)
+        if config and "type" in config:  # runs elsewhere: the backend the entry's type names provides it
+            tool = tool_backend(config["type"]).tool(tool_id, config)
+            served.update(getattr(type(tool), "versions", {}))
         else:
             tool = registry.component("tool", tool_id, config)
             used.append(("tool", registry.resolve("tool", tool_id)))
@@ -569,7 +307,7 @@ async def run_episode(
 
     messages: list[dict] = [{"role": "system", "content": system_prompt}] if system_prompt is not None else []
     messages.extend(dict(message) for message in sample.prompt)  # the prompt entries stay as in ``input``
-    episode = _Episode(instance_id=_new_instance_id(), tools=tools, messages=messages)
+    episode = _Episode(instance_id=uuid.uuid4().hex, tools=tools, messages=messages)
     created: list[Any] = []
     started_interaction = False
     infrastructure: str | None = None
@@ -577,7 +315,7 @@ async def run_episode(
     finish = "error"
     tool_scores: dict[str, float] = {}
     try:
-        with anyio.CancelScope(deadline=anyio.current_time() + limits.episode_timeout_s) as deadline:
+        with anyio.move_on_after(limits.episode_timeout_s) as deadline:
             try:
                 for name, tool in tools.items():
                     create_kwargs = dict((tools_kwargs.get(name) or {}).get("create_kwargs") or {})
@@ -607,7 +345,7 @@ async def run_episode(
             infrastructure = f"the episode timed out after {limits.episode_timeout_s:g} s"
     finally:
         # Shielded: a cancelled evaluation still releases every tool and finalizes the interaction, within bounds.
-        with anyio.CancelScope(shield=True, deadline=anyio.current_time() + CLEANUP_TIMEOUT_S):
+        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
             for tool in created:
                 try:
                     await tool.release(episode.instance_id)
@@ -636,16 +374,15 @@ async def run_episode(
         def score_it() -> tuple[float, Any]:
             return score_trajectory(reward, sample.identity, verify_kwargs=verify_kwargs, **kwargs)
 
-        # Sync reward code runs off the event loop (batched, see _OffLoop), so a slow verifier never stalls the
+        # Sync reward code runs off the event loop (batched, see off_loop), so a slow verifier never stalls the
         # other episodes.
-        score, extracted = await _OFF_LOOP.run(score_it)
+        score, extracted = await run_off_loop(score_it)
         if model_failure is not None or episode.model_errors:
             error_type = "model"
             error_text = model_failure or (
                 f"{episode.model_errors} tool call error{'s' if episode.model_errors != 1 else ''}; "
                 f"first: {episode.first_model_error}"
             )
-    # built once, complete: each attribute set on an attrs record afterwards costs a hook call
     return EpisodeResult(
         id=key,
         input=record,

@@ -1,7 +1,7 @@
 """Policies: any OpenAI-compatible endpoint, or a bootcamp's reference agent (the embedded, offline default).
 
-``make_policy`` picks one the way ``bootcamp eval`` does: ``--policy`` if given, else the reference agents when no
-``--api-url`` is given::
+``make_policy`` picks one the way ``bootcamp eval`` does: the ``policy`` asked for, else the reference agents when no
+``api_url`` is given::
 
     policy = make_policy(None, api_url="http://localhost:8000/v1", api_model="Qwen/Qwen3-8B")
     result = await run_episode(record, policy)
@@ -57,9 +57,9 @@ def parse_extra_headers(text: str | None) -> dict:
         try:
             headers = json.loads(text)
         except ValueError as error:
-            raise ConfigError(f"--api-extra-headers is not valid JSON: {error}") from None
+            raise ConfigError(f"api_extra_headers is not valid JSON: {error}", field="api_extra_headers") from None
         if not isinstance(headers, dict):
-            raise ConfigError("--api-extra-headers must be a JSON object")
+            raise ConfigError("api_extra_headers must be a JSON object", field="api_extra_headers")
         return {str(key): str(value) for key, value in headers.items()}
     headers = {}
     for item in text.split(","):
@@ -67,7 +67,8 @@ def parse_extra_headers(text: str | None) -> dict:
             continue
         key, colon, value = item.partition(":")
         if not colon or not key.strip():
-            raise ConfigError(f'--api-extra-headers: expected "name:value" pairs separated by commas, got {item!r}')
+            raise ConfigError(f'api_extra_headers: expected "name:value" pairs separated by commas, got {item!r}',
+                              field="api_extra_headers")
         headers[key.strip()] = value.strip()
     return headers
 
@@ -77,20 +78,21 @@ def parse_extra_params(text: str | None) -> dict:
     if text is None or not text.strip():
         return {}
     text = text.strip()
-    source = "--api-extra-params"
+    source = "api_extra_params"
     if text.startswith("@"):
         path = Path(text[1:]).expanduser()
         source = str(path)
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as error:
-            raise ConfigError(f"--api-extra-params: cannot read {path}: {error.strerror or error}") from None
+            raise ConfigError(f"api_extra_params: cannot read {path}: {error.strerror or error}",
+                              field="api_extra_params") from None
     try:
         params = json.loads(text)
     except ValueError as error:
-        raise ConfigError(f"{source} is not valid JSON: {error}") from None
+        raise ConfigError(f"{source} is not valid JSON: {error}", field="api_extra_params") from None
     if not isinstance(params, dict):
-        raise ConfigError(f"{source} must hold a JSON object")
+        raise ConfigError(f"{source} must hold a JSON object", field="api_extra_params")
     return params
 
 
@@ -128,7 +130,8 @@ class OpenAIPolicy:
         self.request_timeout_s = request_timeout_s
         self.max_connections = max_connections
         # Several small clients instead of one big pool: httpx's pool scans all its connections on every request,
-        # so one pool of 1,000 connections costs O(n) per request and throughput collapses at high concurrency.
+        # so one pool of 1,000 connections costs O(n) per request and throughput collapses at high concurrency
+        # (bench/bench_rollout.py (c): episodes/s at concurrency 1,000 over the best level, target >= 0.8).
         # Each request goes to the least-busy client; a new client opens only when all are full.
         self._clients: list[Any] = []
         self._in_flight: list[int] = []
@@ -255,7 +258,7 @@ class OpenAIPolicy:
         return PolicyTurn(message=message, usage=counts)
 
     async def check(self) -> None:
-        """One cheap request (the model list) so ``--dry-run`` fails early and clearly on a bad URL or key."""
+        """One cheap request (the model list) so a dry run fails early and clearly on a bad URL or key."""
         import openai
 
         try:
@@ -275,40 +278,56 @@ class ReferencePolicy:
 
     def __init__(self, registry: Registry | None = None) -> None:
         self.registry = registry or get_registry()
-        self._agents: dict[str, str] | None = None
+        self._agents: dict[str, str] = {}
+        self._searched: set[str | None] = set()
+
+    def _search(self, namespace: str | None) -> None:
+        """Record which generators the reference agents of ``namespace`` (None: of every plugin) play."""
+        if namespace in self._searched:
+            return
+        self._searched.add(namespace)
+        for agent_id in self.registry.ids("reference_agent", namespace=namespace):
+            agent_namespace = agent_id.split("/", 1)[0]
+            for generator in self.registry.get_class("reference_agent", agent_id).generators:
+                self._agents.setdefault(self.registry.resolve("generator", generator, namespace=agent_namespace),
+                                        agent_id)
+
+    def agent_for(self, generator: str | None) -> str | None:
+        """The id of a reference agent that plays ``generator``: its own bootcamp's first, so a lookup imports only
+        that plugin; other bootcamps' agents only when its own has none."""
+        if generator is None:
+            return None
+        self._search(generator.split("/", 1)[0])
+        if generator not in self._agents:
+            self._search(None)
+        return self._agents.get(generator)
 
     def agents(self) -> dict[str, str]:
-        """{generator id: reference agent id}."""
-        if self._agents is None:
-            agents: dict[str, str] = {}
-            for agent_id in self.registry.ids("reference_agent"):
-                namespace = agent_id.split("/", 1)[0]
-                for generator in self.registry.get_class("reference_agent", agent_id).generators:
-                    agents.setdefault(self.registry.resolve("generator", generator, namespace=namespace), agent_id)
-            self._agents = agents
-        return self._agents
+        """{generator id: reference agent id} over every installed plugin."""
+        self._search(None)
+        return dict(self._agents)
 
     def check(self, records: Iterable[dict]) -> None:
         """A :class:`ConfigError` listing every generator of ``records`` that no reference agent plays."""
-        agents = self.agents()
         missing = set()
         for record in records:
             if isinstance(record, GeneratedSample):
                 generator = record.generator
             else:
                 generator = ((record.get("extra_info") or {}).get("bootcamp") or {}).get("generator")
-            if generator not in agents:
+            if self.agent_for(generator) is None:
                 missing.add(str(generator))
         if missing:
             raise ConfigError(
                 "no reference agent plays these generators: " + ", ".join(sorted(missing))
-                + ". Use --policy openai with --api-url, or install bootcamps whose reference agents play them."
+                + ". Use policy openai with an api_url, or install bootcamps whose reference agents play them.",
+                field="policy",
             )
 
     async def __call__(
         self, messages: list[dict], tools: list[dict], record: GeneratedSample, rng: random.Random
     ) -> PolicyTurn:
-        agent_id = self.agents().get(record.generator)
+        agent_id = self.agent_for(record.generator)
         if agent_id is None:
             raise InfrastructureError(f"no reference agent plays generator {record.generator}")
         agent = self.registry.component("reference_agent", agent_id)
@@ -321,7 +340,7 @@ class ReferencePolicy:
 
 
 def policy_kind(kind: str | None, api_url: str | None) -> str:
-    """The policy ``--policy`` means: as given, else ``reference`` when no ``api_url`` is given, else ``openai``."""
+    """The policy ``kind`` means: as given, else ``reference`` when no ``api_url`` is given, else ``openai``."""
     return kind or ("reference" if api_url is None else "openai")
 
 
@@ -337,7 +356,7 @@ def make_policy(
     retry: RetryPolicy | None = None,
     request_timeout_s: float = 600.0,
 ) -> OpenAIPolicy | ReferencePolicy:
-    """``--policy``: ``reference`` or ``openai``; without one, ``reference`` when no ``api_url`` is given.
+    """The policy ``kind`` names: ``reference`` or ``openai``; without one, ``reference`` when no ``api_url`` is given.
 
     The key comes from ``api_key``, else ``OPENAI_API_KEY``, else ``EMPTY`` (what local servers expect).
     """
@@ -345,11 +364,12 @@ def make_policy(
     if kind == "reference":
         return ReferencePolicy(registry)
     if kind != "openai":
-        raise ConfigError(f'unknown policy "{kind}": use "reference" or "openai"')
+        raise ConfigError(f'unknown policy "{kind}": use "reference" or "openai"', field="policy")
     if not api_url:
-        raise ConfigError("--policy openai needs --api-url (the endpoint's base URL, e.g. http://localhost:8000/v1)")
+        raise ConfigError("policy openai needs api_url (the endpoint's base URL, e.g. http://localhost:8000/v1)",
+                          field="api_url")
     if not api_model:
-        raise ConfigError("--policy openai needs --api-model (the model name the endpoint serves)")
+        raise ConfigError("policy openai needs api_model (the model name the endpoint serves)", field="api_model")
     return OpenAIPolicy(
         api_url=api_url, model=api_model, api_key=api_key, extra_headers=extra_headers, extra_params=extra_params,
         retry=retry, request_timeout_s=request_timeout_s,

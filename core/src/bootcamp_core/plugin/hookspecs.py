@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 import pluggy
 
 PROJECT_NAME = "bootcamp"
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
-_hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+#: pluggy's own marker, so ``@hookimpl``, ``@hookimpl(tryfirst=True)`` and ``@hookimpl(specname=...)`` all work;
+#: its overloads keep the decorated function's type.
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
-
-def hookimpl(function: F) -> F:
-    """Mark a function in a plugin's ``hooks`` module as a hook implementation (keeps the function's type)."""
-    return _hookimpl(function)
-
-
+#: The callback every hook receives: call it with one component class.
 Register = Callable[[type], None]
 
 

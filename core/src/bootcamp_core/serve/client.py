@@ -14,19 +14,29 @@ local tool); a server that cannot be reached, a dead worker, a lost instance or 
     calculator = client.tool("example/calculator")
     instance = await calculator.create(identity={...})
     text, reward, metrics = await calculator.execute(instance, {"expression": "1+2"})
+
+This module is also the ``remote`` tool backend (:mod:`bootcamp_core.plugin.backends`): :func:`tool`,
+:func:`served_tools` and :func:`close` take a tool-config entry ``{type: remote, url, tool_id?, token?,
+call_timeout_s?, schema?}``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import uuid
+from collections.abc import Mapping
 from typing import Any, ClassVar
+
+import anyio
 
 from bootcamp_core.plugin.errors import ConfigError, InfrastructureError, ModelError
 from bootcamp_core.plugin.components import Tool
+
+logger = logging.getLogger("bootcamp_core.serve.client")
 
 TOKEN_ENV = "BOOTCAMP_TOKEN"
 #: how long a call waits for a restarted master whose workers are registering again
@@ -247,10 +257,55 @@ def is_remote(config: dict | None) -> bool:
     return bool(config) and config.get("type") == "remote"  # type: ignore[union-attr]
 
 
-def remote_tool(tool_id: str, config: dict) -> RemoteTool:
-    """The tool a tool-config entry ``{type: remote, url, tool_id?, token?, call_timeout_s?}`` names."""
+# ------------------------------------------------------------------------------------ the ``remote`` backend
+def _client_of(config: Mapping[str, Any]) -> ToolServerClient:
     url = config.get("url")
     if not isinstance(url, str):
-        raise ConfigError(f"tool {tool_id}: a remote tool needs url")
-    return client_for(url, config.get("token")).tool(str(config.get("tool_id") or tool_id),
-                                                     call_timeout_s=config.get("call_timeout_s"))
+        raise ConfigError("a remote tool needs url (the tool server's)", field="url")
+    return client_for(url, config.get("token"))
+
+
+def tool(tool_id: str, config: Mapping[str, Any]) -> RemoteTool:
+    """The tool a tool-config entry ``{type: remote, url, tool_id?, token?, call_timeout_s?, schema?}`` names.
+
+    ``schema``: the tool's OpenAI function schema (plus ``parallel_safe``), for a tool neither installed here nor
+    asked of the server yet (see :meth:`ToolServerClient.tool`).
+    """
+    try:
+        client = _client_of(config)
+    except ConfigError as error:
+        raise ConfigError(f"tool {tool_id}: {error}", field=error.field) from None
+    return client.tool(str(config.get("tool_id") or tool_id), config.get("schema"),
+                       call_timeout_s=config.get("call_timeout_s"))
+
+
+#: the name plugins use for :func:`tool`
+remote_tool = tool
+
+
+async def served_tools(config: Mapping[str, Any]) -> set[str]:
+    """The tool ids the server of ``config`` serves, once its workers have registered (see :func:`wait_ready`)."""
+    client = _client_of(config)
+    await wait_ready(client)
+    return set(await client.schemas())
+
+
+async def close(config: Mapping[str, Any]) -> None:
+    """Close the connections to the server of ``config``."""
+    await _client_of(config).aclose()
+
+
+async def wait_ready(client: ToolServerClient, timeout_s: float = 120.0, startup_s: float = 30.0) -> None:
+    """Wait while a freshly started master still waits for its workers (a worker alone is ready when it answers).
+
+    A master up for longer than ``startup_s`` with some live workers is running degraded (a worker died): go on.
+    """
+    deadline = anyio.current_time() + timeout_s
+    while True:
+        status = await client.health()
+        degraded = status.get("live_workers", 0) > 0 and status.get("uptime_s", 0) > startup_s
+        if status.get("ready", True) or degraded or anyio.current_time() > deadline:
+            return
+        logger.info("waiting for the tool server's workers: %s live of %s expected", status.get("live_workers"),
+                    status.get("expected_workers"))
+        await anyio.sleep(0.5)

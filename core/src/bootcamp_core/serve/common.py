@@ -63,8 +63,7 @@ def check_bind(host: str, token: str | None) -> None:
     """Refuse to listen beyond this machine without a token."""
     if not token and not is_loopback(host):
         raise ConfigError(
-            f"refusing to listen on {host} without a token: pass --token (or set {TOKEN_ENV}), "
-            "or bind 127.0.0.1"
+            f"refusing to listen on {host} without a token: give the server one (or set {TOKEN_ENV}), or bind 127.0.0.1"
         )
 
 

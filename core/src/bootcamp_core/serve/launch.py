@@ -49,20 +49,22 @@ class ServeConfig:
     access_log: bool = False
 
     def __attrs_post_init__(self) -> None:
+        # messages name fields; `bootcamp serve` prints its flags for them
         if self.mode not in MODES:
-            raise ConfigError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}", field="mode")
         if self.num_workers < (1 if self.mode == "unified" else 0):
-            raise ConfigError("--num-workers must be at least 1")
+            raise ConfigError("num_workers must be at least 1", field="num_workers")
         for name in ("timeout_per_query_s", "heartbeat_interval_s", "worker_timeout_s", "idle_timeout_s"):
             if not getattr(self, name) > 0:
-                raise ConfigError(f"{name.replace('_s', '').replace('_', '-')} must be positive")
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name):g}", field=name)
         if self.worker_timeout_s <= self.heartbeat_interval_s:
-            raise ConfigError("--worker-timeout must be longer than --heartbeat-interval, or live workers look dead")
+            raise ConfigError("worker_timeout_s must be longer than heartbeat_interval_s, or live workers look dead",
+                              field="worker_timeout_s")
         if self.tool_config and self.bootcamps:
-            raise ConfigError("give --tool-config or --bootcamps, not both")
+            raise ConfigError("give tool_config or bootcamps, not both", field="tool_config")
         if self.mode == "master" and (self.tool_config or self.bootcamps or self.bootcamp_registry):
-            raise ConfigError("a master serves no tools itself: --tool-config, --bootcamps and --bootcamp-registry "
-                              "are for workers (or --mode unified)")
+            raise ConfigError("a master serves no tools itself: tool_config, bootcamps and bootcamp_registry are for "
+                              "workers (or mode unified)", field="mode")
 
     @property
     def resolved_token(self) -> str | None:
@@ -97,7 +99,7 @@ def select_tools(config: ServeConfig, registry: Any) -> dict[str, dict]:
     tools: dict[str, dict] = {}
     for namespace in namespaces:
         registry.namespace_plugin(namespace)  # unknown or broken: a clear error naming it
-        tools.update({tool_id: {} for tool_id in registry.ids("tool") if tool_id.split("/", 1)[0] == namespace})
+        tools.update({tool_id: {} for tool_id in registry.ids("tool", namespace=namespace)})
     if not tools:
         raise ConfigError(f"no tools to serve: bootcamp(s) {', '.join(namespaces) or '(none installed)'} register none")
     return tools

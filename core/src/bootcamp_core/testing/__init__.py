@@ -30,6 +30,12 @@ _WHERE = {
     "registry_of": "fixtures",
     "serve_tools": "fixtures",
     "write_distribution": "fixtures",
+    "evaluate_with_reference": "helpers",
+    "generate_dataset": "helpers",
+    "generate_records": "helpers",
+    "play_episodes": "helpers",
+    "reset_registry": "helpers",
+    "scripted_policy": "helpers",
     "Reply": "chat_server",
     "ScriptedChatServer": "chat_server",
 }

@@ -9,7 +9,6 @@ import math
 import os
 import pickle
 import random
-import re
 import subprocess
 import sys
 import tempfile
@@ -17,20 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-import anyio
 import attrs
 
+# the plain checks of `bootcamp check` use these two too, and cli/ is above testing/: they live there
+from bootcamp_core.cli.check import episode_kwargs, example_arguments  # noqa: F401
 from bootcamp_core.data.config import InstructionConfig, parse_instruction_config
 from bootcamp_core.plugin.loader import Registry
-
-_GENERATE_IN_A_PROCESS = (
-    "import pickle, sys\n"
-    "from bootcamp_core.data.generate import generate\n"
-    "generate(pickle.loads(open(sys.argv[1], 'rb').read()), sys.argv[2])\n"
-)
-TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
-#: Seconds one tool or interaction call may take in the kit before it counts as hanging.
-CALL_TIMEOUT_S = 30.0
 
 
 def registry_of(*namespaces: str) -> Registry:
@@ -115,36 +106,6 @@ def serve_tools(*args: str, log_dir: str | Path, port: int | None = None, ready:
 
 
 _LOGS = itertools.count()
-
-
-def episode_kwargs(messages: list[dict] | None = None) -> dict[str, Any]:
-    """The episode kwargs every runner passes to a reward (DESIGN.md: what the reward sees)."""
-    return {"messages": messages or [], "tool_rewards": [], "tool_scores": {}, "turn_scores": []}
-
-
-def example_arguments(schema: dict) -> dict:
-    """Minimal arguments satisfying the required properties of a tool's parameter schema."""
-    defaults = {"string": "1", "number": 1, "integer": 1, "boolean": True, "array": [], "object": {}, "null": None}
-    arguments = {}
-    properties = schema.get("properties") or {}
-    for name in schema.get("required") or []:
-        spec = properties.get(name) or {}
-        if "enum" in spec:
-            arguments[name] = spec["enum"][0]
-        elif "default" in spec:
-            arguments[name] = spec["default"]
-        else:
-            kind = spec.get("type", "string")
-            arguments[name] = defaults.get(kind[0] if isinstance(kind, list) else kind, "1")
-    return arguments
-
-
-def _run(coroutine_function, *args, **kwargs):
-    async def bounded():
-        with anyio.fail_after(CALL_TIMEOUT_S):
-            return await coroutine_function(*args, **kwargs)
-
-    return anyio.run(bounded)
 
 
 #: The source of a smallest working hooks module — one generator (``g``) and its reward (``r``), no tools, no

@@ -45,9 +45,7 @@ from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, 
 from verl.experimental.agent_loop.tool_parser import FunctionCall
 from verl.tools.schemas import ToolResponse
 
-from bootcamp_core.plugin.errors import ConfigError
-from bootcamp_core.data.records import normalize_record
-from bootcamp_core.episode.engine import RolloutLimits, message_text
+from bootcamp_core import ConfigError, RolloutLimits, message_text, normalize_record
 from bootcamp_verl.tool import FAILURE_ATTRIBUTE, INSTANCE_ATTRIBUTE, BootcampTool, identity_from
 
 __all__ = ["EXTRA_FIELD_DEFAULTS", "BootcampAgentLoop"]
@@ -128,7 +126,7 @@ class BootcampAgentLoop(ToolAgentLoop):
         interaction = None
         interaction_id = bootcamp.get("interaction")
         if interaction_id:
-            from bootcamp_core.plugin.loader import get_registry
+            from bootcamp_core import get_registry
 
             interaction = get_registry().component("interaction", interaction_id,
                                                    self.interaction_config.get(interaction_id))

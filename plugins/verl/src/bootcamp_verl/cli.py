@@ -10,7 +10,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from bootcamp_core.plugin.errors import BootcampError, ConfigError
+from bootcamp_core import ConfigError, add_flag, run_guarded
+
+HELP = "train on bootcamps with verl: export datasets, tool and agent-loop configs for main_ppo"
+DESCRIPTION = "Train on bootcamps with verl (0.9)."
 
 EXPORT_DESCRIPTION = """\
 Write what `python -m verl.trainer.main_ppo` needs to train on bootcamp datasets (written by `bootcamp generate`):
@@ -23,63 +26,56 @@ Mixed-bootcamp datasets work as long as no two of their tools share a name (verl
 Nothing is written unless every record and tool checks out."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bootcamp verl", description="Train on bootcamps with verl (0.9).")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``bootcamp verl``: one subcommand, ``export``."""
+    sub = parser.add_subparsers(dest="verl_command", metavar="COMMAND")
+    parser.set_defaults(print_help=parser.print_help, run=None)
     export = sub.add_parser("export", help="write parquet, tool and agent-loop configs and a main_ppo script",
-                            description=EXPORT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    export.add_argument("--dataset-path", action="append", metavar="PATH", default=[],
-                        help="a training dataset: .jsonl or .parquet (repeatable)")
-    export.add_argument("--val-dataset-path", action="append", metavar="PATH", default=[],
-                        help="a validation dataset (repeatable; default: the training datasets)")
-    export.add_argument("--output-dir", metavar="DIR", help="where the files go (required)")
-    export.add_argument("--strict-schemas", action="store_true",
-                        help="fail on a tool parameter with structure (items, properties ...) instead of offering "
-                        "it as JSON text")
-    export.add_argument("--max-assistant-turns", type=int, default=10, metavar="N",
-                        help="per episode, as `bootcamp eval` (default: 10)")
-    export.add_argument("--max-user-turns", type=int, default=20, metavar="N",
-                        help="tool messages and interaction replies per episode, as `bootcamp eval` (default: 20)")
-    export.add_argument("--max-parallel-calls", type=int, default=None, metavar="N",
-                        help="tool calls of one turn that run; verl drops the rest (default: --max-user-turns)")
-    export.add_argument("--max-tool-response-length", type=int, default=16384, metavar="CHARS",
-                        help="tool answers are truncated past this (default: 16384; verl's own default is 256)")
-    export.add_argument("--format", default="hermes", metavar="NAME",
+                            description=EXPORT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+                            allow_abbrev=False)
+    add_flag(export, "--dataset-path", action="append", metavar="PATH", default=[],
+             help="a training dataset: .jsonl or .parquet (repeatable)")
+    add_flag(export, "--val-dataset-path", action="append", metavar="PATH", default=[],
+             help="a validation dataset (repeatable; default: the training datasets)")
+    add_flag(export, "--output-dir", metavar="DIR", help="where the files go (required)")
+    add_flag(export, "--strict-schemas", action="store_true",
+             help="fail on a tool parameter with structure (items, properties ...) instead of offering it as JSON "
+             "text")
+    add_flag(export, "--max-assistant-turns", type=int, default=10, metavar="N",
+             help="per episode, as bootcamp eval (default: 10)")
+    add_flag(export, "--max-user-turns", type=int, default=20, metavar="N",
+             help="tool messages and interaction replies per episode, as bootcamp eval (default: 20)")
+    add_flag(export, "--max-parallel-calls", type=int, default=None, metavar="N",
+             help="tool calls of one turn that run; verl drops the rest (default: --max-user-turns)")
+    add_flag(export, "--max-tool-response-length", type=int, default=16384, metavar="CHARS",
+             help="tool answers are truncated past this (default: 16384; verl's own default is 256)")
+    export.add_argument("--format", default="hermes", metavar="NAME", dest="tool_call_format",
                         help="verl's tool-call format, multi_turn.format (default: hermes, for Qwen2.5/Qwen3)")
-    export.add_argument("--system-prompt", metavar="TEXT", help="a system message before every prompt")
-    export.add_argument("--tool-config", metavar="PATH",
-                        help="tool config YAML: constructor config per tool, as for `bootcamp eval`")
-    export.add_argument("--interaction-config", metavar="PATH",
-                        help="interaction config YAML: constructor config per interaction, as for `bootcamp eval`")
-    export.add_argument("--tool-server", metavar="URL",
-                        help="run the tools on this `bootcamp serve` server instead of inside verl's workers")
-    export.add_argument("--model-path", default="Qwen/Qwen2.5-3B-Instruct", metavar="MODEL",
-                        help="default of MODEL_PATH in run_main_ppo.sh (default: Qwen/Qwen2.5-3B-Instruct)")
-    export.add_argument("--rollout-name", default="sglang", choices=("sglang", "vllm"),
-                        help="default of ROLLOUT_NAME in run_main_ppo.sh (default: sglang)")
+    add_flag(export, "--system-prompt", metavar="TEXT", help="a system message before every prompt")
+    add_flag(export, "--tool-config", metavar="PATH",
+             help="tool config YAML: constructor config per tool, as for bootcamp eval")
+    add_flag(export, "--interaction-config", metavar="PATH",
+             help="interaction config YAML: constructor config per interaction, as for bootcamp eval")
+    add_flag(export, "--tool-server", metavar="URL",
+             help="run the tools on this bootcamp serve server instead of inside verl's workers")
+    add_flag(export, "--model-path", default="Qwen/Qwen2.5-3B-Instruct", metavar="MODEL",
+             help="default of MODEL_PATH in run_main_ppo.sh (default: Qwen/Qwen2.5-3B-Instruct)")
+    add_flag(export, "--rollout-name", default="sglang", choices=("sglang", "vllm"),
+             help="default of ROLLOUT_NAME in run_main_ppo.sh (default: sglang)")
     export.set_defaults(run=run_export)
-    return parser
 
 
-def _component_configs(path: str | None, kind: str) -> dict[str, dict]:
-    """{component id: constructor config} of a tool or interaction config file."""
-    if not path:
-        return {}
-    from bootcamp_core.data.config import load_component_config
-    from bootcamp_core.plugin.loader import get_registry
-
-    registry = get_registry()
-    configs = {}
-    for entry in load_component_config(path, kind):
-        try:
-            component_id = registry.resolve(kind, entry.class_name)
-        except BootcampError as error:
-            raise ConfigError(f"{path}: {error}") from None
-        configs[component_id] = dict(entry.config)
-    return configs
+def run(args: argparse.Namespace) -> int:
+    """Run the subcommand given; without one, print the help."""
+    if args.run is None:
+        args.print_help()
+        return 0
+    return args.run(args)
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from bootcamp_core import resolve_component_config
+
     from bootcamp_verl.export import ExportOptions, export_datasets
 
     if not args.dataset_path:
@@ -97,10 +93,10 @@ def run_export(args: argparse.Namespace) -> int:
         max_user_turns=args.max_user_turns,
         max_parallel_calls=args.max_parallel_calls,
         max_tool_response_length=args.max_tool_response_length,
-        tool_call_format=args.format,
+        tool_call_format=args.tool_call_format,
         system_prompt=args.system_prompt,
-        tool_config=_component_configs(args.tool_config, "tool"),
-        interaction_config=_component_configs(args.interaction_config, "interaction"),
+        tool_config=resolve_component_config(args.tool_config, "tool"),
+        interaction_config=resolve_component_config(args.interaction_config, "interaction"),
         tool_server=args.tool_server,
         model_path=args.model_path,
         rollout_name=args.rollout_name,
@@ -119,17 +115,8 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``bootcamp verl``: errors become one line, never a traceback."""
-    parser = build_parser()
+    """``bootcamp verl`` as a program of its own: errors become one line, never a traceback."""
+    parser = argparse.ArgumentParser(prog="bootcamp verl", description=DESCRIPTION, allow_abbrev=False)
+    add_arguments(parser)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    if args.command is None:
-        parser.print_help()
-        return 0
-    try:
-        return int(args.run(args) or 0)
-    except (BootcampError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted: files already complete are kept; unfinished ones were removed", file=sys.stderr)
-        return 130
+    return run_guarded(lambda: run(args), parser)

@@ -21,11 +21,17 @@ from typing import Any
 
 import attrs
 
-from bootcamp_core.plugin.errors import BootcampError, ConfigError
-from bootcamp_core.plugin.loader import Registry, get_registry
-from bootcamp_core.data.io import AtomicFile, dumps, read_records
-from bootcamp_core.data.records import GeneratedSample
-from bootcamp_core.episode.engine import message_text
+from bootcamp_core import (
+    BootcampError,
+    ConfigError,
+    GeneratedSample,
+    Registry,
+    atomic_write,
+    get_registry,
+    message_text,
+    read_records,
+    to_json_text,
+)
 from bootcamp_verl.schemas import VerlSchema, verl_schema
 
 __all__ = [
@@ -149,11 +155,10 @@ def _tool_schemas(tool_ids: dict[str, str], options: ExportOptions,
     if options.tool_server:
         import anyio
 
-        from bootcamp_core.plugin.errors import InfrastructureError
-        from bootcamp_core.serve.client import ToolServerClient
+        from bootcamp_core import InfrastructureError, tool_server_client
 
         async def fetch() -> dict[str, dict]:
-            client = ToolServerClient(options.tool_server)
+            client = tool_server_client(options.tool_server)
             try:
                 return await client.schemas()
             finally:
@@ -298,7 +303,7 @@ def _prompt(sample: GeneratedSample, where: str, system_prompt: str | None) -> l
 
 def _row(sample: GeneratedSample, where: str, tool_names: Sequence[str], with_interaction: bool,
          options: ExportOptions) -> dict:
-    identity = dumps(sample.identity)
+    identity = to_json_text(sample.identity)
     extra: dict[str, Any] = {
         "index": sample.index,
         "split": sample.split,
@@ -318,7 +323,7 @@ def _row(sample: GeneratedSample, where: str, tool_names: Sequence[str], with_in
         "tools": list(sample.tools),
         "interaction": sample.interaction,
         "reward": sample.reward,
-        "versions": dumps(dict(sample.versions)),
+        "versions": to_json_text(dict(sample.versions)),
     }
     extra["tool_selection"] = list(sample.tool_names)
     return {
@@ -336,7 +341,7 @@ def _write_parquet(source: Path, target: Path, schema, tool_names: Sequence[str]
     import pyarrow.parquet as pq
 
     count = 0
-    with AtomicFile(target, "wb") as handle:
+    with atomic_write(target, "wb") as handle:
         writer = pq.ParquetWriter(handle, schema, compression="zstd")
         try:
             rows: list[dict] = []
@@ -358,7 +363,7 @@ def _write_parquet(source: Path, target: Path, schema, tool_names: Sequence[str]
 def _write_yaml(path: Path, header: str, data: Any) -> None:
     import yaml
 
-    with AtomicFile(path) as handle:
+    with atomic_write(path) as handle:
         handle.write(header)
         yaml.safe_dump(data, handle, sort_keys=False, allow_unicode=True, width=120)
 
@@ -511,7 +516,7 @@ def export_datasets(dataset_paths: Sequence[str | os.PathLike], output_dir: str 
                 "(agent_name), for actor_rollout_ref.rollout.agent.agent_loop_config_path.\n",
                 _agent_loop_config(options))
     script = output / SCRIPT_NAME
-    with AtomicFile(script) as handle:
+    with atomic_write(script) as handle:
         handle.write(_script(train_files, val_files, options))
     script.chmod(0o755)
     return ExportResult(

@@ -30,8 +30,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from bootcamp_core.data.records import normalize_record
-from bootcamp_core.episode.engine import score_trajectory
+from bootcamp_core import normalize_record, score_trajectory
 
 __all__ = ["RESULT_KEYS", "compute_score"]
 
@@ -89,7 +88,7 @@ def _reward_id(data_source: str, bootcamp: Any, registry: Any) -> str:
     if reward:
         return str(reward)
     namespace = data_source[len(_DATA_SOURCE_PREFIX):] if data_source.startswith(_DATA_SOURCE_PREFIX) else ""
-    owned = [reward_id for reward_id in registry.ids("reward") if reward_id.split("/", 1)[0] == namespace]
+    owned = registry.ids("reward", namespace=namespace)
     if len(owned) != 1:
         found = ", ".join(owned) or "none"
         raise LookupError(f"{data_source}: no extra_info.bootcamp.reward and {len(owned)} rewards in the namespace "
@@ -98,7 +97,7 @@ def _reward_id(data_source: str, bootcamp: Any, registry: Any) -> str:
 
 
 def _score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict, verify_kwargs: dict) -> dict:
-    from bootcamp_core.plugin.loader import get_registry
+    from bootcamp_core import get_registry
 
     failure = extra_info.get("infrastructure_error")
     if failure:  # the episode did not run to its end: nothing to judge (bootcamp eval does not score it either)

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from bootcamp_core.plugin.errors import ConfigError
+from bootcamp_core import ConfigError
 
 __all__ = ["KEPT_PARAMETER_KEYS", "VerlSchema", "decode_json_parameters", "verl_schema"]
 

@@ -32,7 +32,7 @@ Tool config entry (``tool_config.yaml``, written by ``bootcamp verl export``)::
       tool_schema: {type: function, function: {name: ..., description: ..., parameters: ...}}
 
 Errors read like ``bootcamp eval``'s: a raising, slow or misused tool answers ``Error: ...`` (the model's mistake);
-an :class:`~bootcamp_core.plugin.errors.InfrastructureError` (a tool server down) is recorded on the trajectory
+an :class:`~bootcamp_core.InfrastructureError` (a tool server down) is recorded on the trajectory
 (:data:`FAILURE_ATTRIBUTE`) and raised.
 """
 
@@ -54,9 +54,7 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.rollout_trace import rollout_trace_op
 
-from bootcamp_core.plugin.errors import ConfigError, InfrastructureError, ModelError
-from bootcamp_core.data.records import normalize_record
-from bootcamp_core.episode.engine import jsonable
+from bootcamp_core import ConfigError, InfrastructureError, ModelError, normalize_record, to_json_value
 from bootcamp_verl.schemas import decode_json_parameters, verl_schema
 
 __all__ = ["FAILURE_ATTRIBUTE", "INSTANCE_ATTRIBUTE", "BootcampTool", "identity_from"]
@@ -148,23 +146,20 @@ class BootcampTool(BaseTool):
     def _bootcamp_tool(tool_id: str, config: dict, tool_schema: OpenAIFunctionToolSchema | None,
                        call_timeout_s: float) -> Any:
         if config.get("url") or config.get("type") == "remote":
-            from bootcamp_core.serve.client import remote_tool
+            from bootcamp_core import tool_server_client
 
             if not config.get("url"):
                 raise ConfigError(f"tool {tool_id}: a remote tool needs url (the tool server)")
             if config.get("tool_config"):
                 raise ConfigError(f"tool {tool_id}: a served tool is built by its server; give its constructor "
                                   "config to `bootcamp serve --tool-config`, not tool_config here")
+            schema = None
             if tool_schema is not None:  # a server of another machine need not have the tool installed here
-                from bootcamp_core.serve.client import client_for
-
-                # the server stops a call at the same limit as the adapter (it would otherwise run on)
                 schema = {**tool_schema.model_dump(), "parallel_safe": bool(config.get("parallel_safe", False))}
-                return client_for(config["url"], config.get("token")).tool(tool_id, schema,
-                                                                          call_timeout_s=call_timeout_s)
-            return remote_tool(tool_id, {"url": config["url"], "token": config.get("token"),
-                                         "call_timeout_s": call_timeout_s})
-        from bootcamp_core.plugin.loader import get_registry
+            # the server stops a call at the same limit as the adapter (it would otherwise run on)
+            return tool_server_client(config["url"], config.get("token")).tool(tool_id, schema,
+                                                                               call_timeout_s=call_timeout_s)
+        from bootcamp_core import get_registry
 
         return get_registry().component("tool", tool_id, config.get("tool_config") or None)
 
@@ -327,7 +322,7 @@ class BootcampTool(BaseTool):
             if agent_data is not None:
                 setattr(agent_data, FAILURE_ATTRIBUTE, f"{self.tool_id}: {error}")
             raise
-        output = output if isinstance(output, str) else json.dumps(jsonable(output))
+        output = output if isinstance(output, str) else json.dumps(to_json_value(output))
         return output, float(reward), metrics if isinstance(metrics, dict) else {}
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:

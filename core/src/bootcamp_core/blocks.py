@@ -1,0 +1,204 @@
+"""Shared building blocks of bootcamps: message text, tool-call messages, per-episode call budgets, answer feedback.
+
+A bootcamp uses these instead of writing its own::
+
+    from bootcamp_core import AnswerFeedback, CallBudget, Tool, last_assistant_text, tool_call_message
+
+    class Feedback(AnswerFeedback):          # checks each answer with the bootcamp's reward, up to 3 attempts
+        name = "feedback"
+        reward = MyReward
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from bootcamp_core.plugin.components import Interaction, Reward
+from bootcamp_core.plugin.errors import ConfigError
+
+__all__ = ["AnswerFeedback", "CallBudget", "last_assistant_text", "message_text", "tool_call_message"]
+
+
+def message_text(content: Any) -> str:
+    """The text of a message's content: a string, or the text parts of an OpenAI content list ("" otherwise)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "") for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def last_assistant_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The text of the last assistant message ("" when there is none): what a reward scores."""
+    for message in reversed(messages):
+        if isinstance(message, Mapping) and message.get("role") == "assistant":
+            return message_text(message.get("content"))
+    return ""
+
+
+def tool_call_message(
+    messages: Sequence[Mapping[str, Any]], *calls: tuple[str, Mapping[str, Any]], content: str | None = None
+) -> dict:
+    """An OpenAI assistant message that calls tools, for reference agents: one ``(tool name, arguments)`` per call.
+
+    Call ids are ``call_<n>``, numbered on from the tool calls already in ``messages``, so they stay unique in the
+    episode. ``tool_call_message(messages, ("calculator", {"expression": "1+2"}))``.
+    """
+    if not calls:
+        raise ValueError("tool_call_message needs at least one (name, arguments) call")
+    made = sum(len(message.get("tool_calls") or ()) for message in messages if isinstance(message, Mapping))
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {"id": f"call_{made + index}", "type": "function",
+             "function": {"name": name, "arguments": json.dumps(dict(arguments))}}
+            for index, (name, arguments) in enumerate(calls)
+        ],
+    }
+
+
+class CallBudget:
+    """A per-episode budget of calls of one tool, kept outside the tool's episode state.
+
+    ``Tool.create`` resets the episode's state; a runner that creates an instance again (verl creates each tool per
+    trajectory, a tool server answers a repeated create) would so hand the model a fresh budget. The count here lives
+    until :meth:`close` (call it from ``release``), whatever ``create`` does::
+
+        async def create(self, instance_id=None, identity=None, **kwargs):
+            instance_id = await super().create(instance_id, identity, **kwargs)
+            self.budget.open(instance_id, (identity or {}).get("budget", 8))
+            return instance_id
+
+        async def execute(self, instance_id, parameters, **kwargs):
+            if not self.budget.take(instance_id):
+                return "Error: the budget of calls is used up.", 0.0, self.budget.metrics(instance_id)
+            ...
+    """
+
+    def __init__(self) -> None:
+        self._episodes: dict[str, dict[str, int]] = {}
+
+    def open(self, instance_id: str, limit: Any) -> None:
+        """Give the episode ``limit`` calls; an episode already open keeps its count and its limit."""
+        if instance_id in self._episodes:
+            return
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit != int(limit) or limit < 0:
+            raise ConfigError(f"a call budget must be a whole number >= 0, got {limit!r}", field="budget")
+        self._episodes[instance_id] = {"limit": int(limit), "calls": 0, "refused": 0}
+
+    def _episode(self, instance_id: str) -> dict[str, int]:
+        try:
+            return self._episodes[instance_id]
+        except KeyError:
+            raise KeyError(f"no call budget for episode {instance_id!r}: call open() from create first") from None
+
+    def take(self, instance_id: str) -> bool:
+        """Count one call when the budget has one left (True); else count a refusal (False).
+
+        Synchronous, so concurrent calls of one turn cannot overdraw: call it before the tool's first ``await``.
+        """
+        episode = self._episode(instance_id)
+        if episode["calls"] >= episode["limit"]:
+            episode["refused"] += 1
+            return False
+        episode["calls"] += 1
+        return True
+
+    def limit(self, instance_id: str) -> int:
+        """The episode's budget."""
+        return self._episode(instance_id)["limit"]
+
+    def used(self, instance_id: str) -> int:
+        """Calls counted so far."""
+        return self._episode(instance_id)["calls"]
+
+    def left(self, instance_id: str) -> int:
+        """Calls left."""
+        episode = self._episode(instance_id)
+        return episode["limit"] - episode["calls"]
+
+    def metrics(self, instance_id: str) -> dict[str, int]:
+        """``{"calls", "calls_left", "refused"}`` for a tool's metrics."""
+        episode = self._episode(instance_id)
+        return {"calls": episode["calls"], "calls_left": episode["limit"] - episode["calls"],
+                "refused": episode["refused"]}
+
+    def close(self, instance_id: str) -> None:
+        """Forget the episode (safe to call twice)."""
+        self._episodes.pop(instance_id, None)
+
+
+class AnswerFeedback(Interaction):
+    """Checks each final answer with the bootcamp's own reward; a wrong one gets another try, up to ``max_attempts``.
+
+    A subclass sets ``name`` and ``reward`` (its Reward class), and may set ``answer_format`` (quoted when no answer
+    is found) and ``hint`` (said after a wrong answer). A turn whose text the reward extracts nothing from is
+    unanswered: after ``max_unanswered`` such turns the episode ends. An answer scoring at least the reward's
+    ``solved_threshold`` ends the episode with "Correct.". Config ``max_attempts``, ``max_unanswered`` override the
+    class values; ``reward_config`` is the reward's own config. The answer's value is never revealed.
+    """
+
+    reward: ClassVar[type[Reward]]
+    max_attempts: ClassVar[int] = 3
+    max_unanswered: ClassVar[int] = 3
+    answer_format: ClassVar[str | None] = None
+    hint: ClassVar[str] = "Check your work and answer again in the same form."
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        reward = getattr(type(self), "reward", None)
+        if not (isinstance(reward, type) and issubclass(reward, Reward)):
+            raise ConfigError(f"{type(self).__name__}.reward must be a Reward subclass, got {reward!r}", field="reward")
+        self.judge = reward(**(config.get("reward_config") or {}))
+
+    async def start_interaction(
+        self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any
+    ) -> str:
+        """Start an episode with no answers given."""
+        instance_id = await super().start_interaction(instance_id, identity, **kwargs)
+        self.state(instance_id).update(attempts=0, unanswered=0, last_score=0.0)
+        return instance_id
+
+    def _extracts(self, text: str) -> bool:
+        try:
+            return self.judge.extract_output(text) is not None
+        except Exception:  # a crash in extraction is no answer; verify_score records such crashes where it scores
+            return False
+
+    async def generate_response(
+        self, instance_id: str, messages: list[dict], **kwargs: Any
+    ) -> tuple[bool, str, float, dict]:
+        """Judge the last assistant message: (terminate, feedback, turn score, ``{"attempts", ...}``)."""
+        state = self.state(instance_id)
+        text = last_assistant_text(messages)
+        if not self._extracts(text):
+            state["last_score"] = 0.0
+            state["unanswered"] += 1
+            extra = {"attempts": state["attempts"], "unanswered": state["unanswered"]}
+            if state["unanswered"] >= int(self.config.get("max_unanswered", self.max_unanswered)):
+                return True, "No final answer was given; the episode ends.", 0.0, extra
+            feedback = "I could not find a final answer."
+            if self.answer_format:
+                feedback += f" Give it in exactly this form:\n\n{self.answer_format}"
+            return False, feedback, 0.0, extra
+        state["attempts"] += 1
+        extra = {"attempts": state["attempts"]}
+        score = self.judge.verify_score(text, state["identity"], messages=messages)
+        state["last_score"] = score
+        # DESIGN.md's solved rule; a reward that sets no threshold counts only a full score
+        if score >= float(getattr(self.judge, "solved_threshold", 1.0)) - 1e-9:
+            return True, "Correct.", score, extra
+        left = int(self.config.get("max_attempts", self.max_attempts)) - state["attempts"]
+        if left <= 0:
+            return True, "That is not correct, and no attempts are left.", score, extra
+        feedback = f"That is not correct. {self.hint} {left} attempt{'s' if left != 1 else ''} left."
+        return False, feedback, score, extra
+
+    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
+        """The score of the last judged turn."""
+        return float(self.state(instance_id)["last_score"])

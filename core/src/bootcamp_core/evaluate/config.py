@@ -1,0 +1,133 @@
+"""The evaluation's config: every setting of one run, checked when it is made, and the component configs it names."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from bootcamp_core.episode.engine import RolloutLimits
+from bootcamp_core.plugin.backends import tool_backend
+from bootcamp_core.plugin.errors import BootcampError, ConfigError
+
+__all__ = ["EvalConfig", "component_config", "parse_shard"]
+
+
+@attrs.frozen(kw_only=True)
+class EvalConfig:
+    """Everything one evaluation needs; the fields mirror ``bootcamp eval``'s flags."""
+
+    dataset_path: Path = attrs.field(converter=Path)
+    output_dir: Path = attrs.field(converter=Path)
+    policy: str | None = None
+    api_url: str | None = None
+    api_key: str | None = attrs.field(default=None, repr=False)  # never shown, never written
+    api_model: str | None = None
+    api_extra_headers: dict = attrs.field(factory=dict, repr=False)  # may carry credentials too
+    api_extra_params: dict = attrs.field(factory=dict)
+    verify_kwargs: dict = attrs.field(factory=dict)
+    limits: RolloutLimits = attrs.field(factory=RolloutLimits)  # tool_timeout_s, episode_timeout_s, max turns
+    #: Per HTTP request to the endpoint (the OpenAI policy); a request that takes longer is retried.
+    request_timeout_s: float = 600.0
+    #: Retries of the OpenAI policy (Python API only; ``None`` is ``RetryPolicy()``'s defaults).
+    retry: Any = None
+    max_concurrent: int = 32
+    repeats: int = 1
+    system_prompt: str | None = None
+    limit: int | None = None
+    shard: tuple[int, int] | None = None
+    resume_from: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    tool_config: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    tool_server: str | None = None  # every tool runs on this tool server (interactions and rewards stay local)
+    interaction_config: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    bootcamp_registry: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    tokenizer_path: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    verbose: bool = False
+    dry_run: bool = False
+    #: Start a fresh results.jsonl even when output_dir already holds one (otherwise that is an error).
+    overwrite: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_concurrent < 1:
+            raise ConfigError(f"max_concurrent must be at least 1, got {self.max_concurrent}", field="max_concurrent")
+        if self.repeats < 1:
+            raise ConfigError(f"repeats must be at least 1, got {self.repeats}", field="repeats")
+        if self.limit is not None and self.limit < 0:
+            raise ConfigError(f"limit must be >= 0, got {self.limit}", field="limit")
+        if self.shard is not None:  # the one range check of a shard (parse_shard only parses the text)
+            index, count = self.shard
+            if count < 1 or not 0 <= index < count:
+                raise ConfigError(f"shard i/n needs 0 <= i < n, got {index}/{count}", field="shard")
+        if not self.request_timeout_s > 0:
+            raise ConfigError(f"request_timeout_s must be positive, got {self.request_timeout_s}",
+                              field="request_timeout_s")
+
+    def public(self) -> dict:
+        """The config as written into every result line: no API key, header names but not their values."""
+        limits = attrs.asdict(self.limits)
+        return {
+            "dataset_path": str(self.dataset_path),
+            "policy": self.policy_kind(),
+            "api_url": self.api_url,
+            "api_model": self.api_model,
+            "api_extra_headers": sorted(self.api_extra_headers),
+            "api_extra_params": self.api_extra_params,
+            "verify_kwargs": self.verify_kwargs,
+            "limits": limits,
+            "request_timeout_s": self.request_timeout_s,
+            "max_concurrent": self.max_concurrent,
+            "repeats": self.repeats,
+            "system_prompt": self.system_prompt,
+            "limit": self.limit,
+            "shard": f"{self.shard[0]}/{self.shard[1]}" if self.shard else None,
+            "tool_config": str(self.tool_config) if self.tool_config else None,
+            "tool_server": self.tool_server,
+            "interaction_config": str(self.interaction_config) if self.interaction_config else None,
+            "bootcamp_registry": str(self.bootcamp_registry) if self.bootcamp_registry else None,
+            "tokenizer_path": str(self.tokenizer_path) if self.tokenizer_path else None,
+        }
+
+    def policy_kind(self) -> str:
+        from bootcamp_core.episode.policies import policy_kind
+
+        return policy_kind(self.policy, self.api_url)
+
+    def secrets(self) -> list[str]:
+        """Every credential this config sends: the API key in use and the extra-header values (see :class:`Redactor`)."""
+        key = self.api_key if self.api_key is not None else os.environ.get("OPENAI_API_KEY")
+        return [key or "", *self.api_extra_headers.values()]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/n"`` → ``(i, n)``; the range is checked by :class:`EvalConfig`."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise ConfigError(f'shard must look like "i/n" (e.g. 0/4), got {text!r}', field="shard") from None
+    return index, count
+
+
+def component_config(config: EvalConfig, registry: Any) -> dict[str, dict]:
+    """The ``tool_config`` / ``interaction_config`` files as {component id: constructor config}."""
+    from bootcamp_core.data.config import load_component_config
+
+    resolved: dict[str, dict] = {}
+    for kind, path in (("tool", config.tool_config), ("interaction", config.interaction_config)):
+        if path is None:
+            continue
+        for entry in load_component_config(path, kind):
+            if kind == "tool" and "type" in entry.config:
+                # runs on a backend (a tool server ...): a full id, which need not be installed here
+                try:
+                    tool_backend(entry.config["type"])
+                except ConfigError as error:
+                    raise ConfigError(f"{path}: tool {entry.class_name}: {error}", field=error.field) from None
+                resolved[str(entry.config.get("tool_id") or entry.class_name)] = dict(entry.config)
+                continue
+            try:
+                resolved[registry.resolve(kind, entry.class_name)] = dict(entry.config)
+            except BootcampError as error:
+                raise ConfigError(f"{path}: {error}") from None
+    return resolved

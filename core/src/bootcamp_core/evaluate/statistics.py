@@ -1,0 +1,232 @@
+"""Statistics of a results file: pass@k, the summary per (data source, generator) and overall, and its CSV.
+
+pass@k (k = 1..K) is the unbiased estimator of Chen et al. (2021): a record with ``n`` finished episodes of which
+``c`` are correct (``success`` and ``score >= 1``) contributes ``1 - C(n-c, k) / C(n, k)``; a group's pass@k is the
+mean over its records with ``n >= k``. summary.json states this definition in ``pass_at_k_definition``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from bootcamp_core.data.io import AtomicFile
+from bootcamp_core.evaluate.results import iter_result_lines
+
+__all__ = ["CSV_COLUMNS", "PASS_AT_K_DEFINITION", "REPORT_EXAMPLES", "REPORT_NAME", "SUMMARY_CSV", "SUMMARY_JSON",
+           "number", "pass_at_k", "summarize", "summarize_file", "summary_csv", "write_summary"]
+
+SUMMARY_JSON = "summary.json"
+SUMMARY_CSV = "summary.csv"
+REPORT_NAME = "report.html"
+#: Episodes kept in the summary pass for the report's examples (first failures, then the rest).
+REPORT_EXAMPLES = 40
+#: What pass@k counts, written into every summary.json so a reader of the file needs no other document.
+PASS_AT_K_DEFINITION = (
+    "unbiased estimator of Chen et al. (2021) per record, 1 - C(n-c, k) / C(n, k), averaged over the records with "
+    "n >= k; n = the record's episodes, c = those correct, where correct means success is true and score >= 1"
+)
+
+
+def _record_key(data: dict) -> str:
+    """The key of a result line's record (its id without the repeat), for pass@k."""
+    episode = data.get("id")
+    if isinstance(episode, str) and ":" in episode:
+        return episode.rsplit(":", 1)[0]
+    return json.dumps(data.get("input"), sort_keys=True, default=repr)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one record: ``1 - C(n-c, k) / C(n, k)`` (Chen et al., 2021), computed stably."""
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples, got {n}")
+    if n - c < k:
+        return 1.0
+    product = 1.0
+    for i in range(n - c + 1, n + 1):
+        product *= 1.0 - k / i
+    return 1.0 - product
+
+
+class _Group:
+    """Running totals of one (data source, generator) group, or of everything."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.successes = 0
+        self.infrastructure_errors = 0
+        self.model_errors = 0
+        self.score_sum = 0.0
+        self.assistant_turns = 0
+        self.tool_calls = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.total_tokens = 0
+        self.reached_max_turns = 0
+        self.per_record: dict[str, list[int]] = {}  # record key -> [n, c]
+        self.score_bins = [0] * 11  # [0, .1), ..., [.9, 1), exactly 1
+        self.turn_counts: dict[int, int] = {}
+        self.tool_call_counts: dict[int, int] = {}
+        self.finish_reasons: dict[str, int] = {}
+
+    def add(self, data: dict) -> None:
+        self.count += 1
+        success = data.get("success") is not False
+        score = number(data.get("score")) if success else 0.0
+        self.successes += success
+        self.infrastructure_errors += not success
+        self.model_errors += data.get("error_type") == "model"
+        self.score_sum += score
+        turns = data.get("turn_record") or {}
+        assistant = int(number(turns.get("assistant_turns")))
+        calls = int(number(turns.get("tool_calls", len(data.get("tool_calls") or ()))))
+        self.assistant_turns += assistant
+        self.tool_calls += calls
+        usage = data.get("token_usage") or {}
+        self.prompt_tokens += int(number(usage.get("prompt_tokens")))
+        self.completion_tokens += int(number(usage.get("completion_tokens")))
+        self.total_tokens += int(number(usage.get("total_tokens")))
+        self.reached_max_turns += bool(data.get("reached_max_turns"))
+        entry = self.per_record.setdefault(_record_key(data), [0, 0])
+        entry[0] += 1
+        entry[1] += success and score >= 1.0
+        self.score_bins[10 if score >= 1.0 else max(0, min(9, int(score * 10)))] += 1
+        self.turn_counts[assistant] = self.turn_counts.get(assistant, 0) + 1
+        self.tool_call_counts[calls] = self.tool_call_counts.get(calls, 0) + 1
+        reason = str(data.get("finish_reason") or "unknown")
+        self.finish_reasons[reason] = self.finish_reasons.get(reason, 0) + 1
+
+    def to_dict(self) -> dict:
+        count = self.count or 1  # an empty group reports zeros, not a division error
+        max_n = max((n for n, _ in self.per_record.values()), default=0)
+        pass_k = {}
+        for k in range(1, max_n + 1):
+            eligible = [pass_at_k(n, c, k) for n, c in self.per_record.values() if n >= k]
+            pass_k[f"pass@{k}"] = sum(eligible) / len(eligible)
+        return {
+            "count": self.count,
+            "records": len(self.per_record),
+            "successes": self.successes,
+            "infrastructure_errors": self.infrastructure_errors,
+            "model_errors": self.model_errors,
+            "mean_score": self.score_sum / count,
+            "pass_at_k": pass_k,
+            "mean_assistant_turns": self.assistant_turns / count,
+            "mean_tool_calls": self.tool_calls / count,
+            "tool_calls": self.tool_calls,
+            "mean_total_tokens": self.total_tokens / count,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "reached_max_turns": self.reached_max_turns,
+            "finish_reasons": dict(sorted(self.finish_reasons.items())),
+            "score_histogram": self.score_bins,
+            "assistant_turns_histogram": {str(k): v for k, v in sorted(self.turn_counts.items())},
+            "tool_calls_histogram": {str(k): v for k, v in sorted(self.tool_call_counts.items())},
+        }
+
+
+def number(value: Any) -> float:
+    """``value`` as a finite float; 0 for anything else (a results line may hold any JSON)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
+def summarize(lines: Iterable[dict], *, examples: list | None = None) -> dict:
+    """The summary of result lines: ``{"overall": {...}, "groups": [{data_source, generator, ...}]}``.
+
+    When ``examples`` is a list, up to :data:`REPORT_EXAMPLES` lines are appended to it for the report (failures
+    and unsolved episodes first).
+    """
+    overall = _Group()
+    groups: dict[tuple[str, str], _Group] = {}
+    failed: list[dict] = []
+    solved: list[dict] = []
+    for data in lines:
+        overall.add(data)
+        key = (str(data.get("data_source") or ""), str(data.get("generator") or data.get("generator_name") or ""))
+        groups.setdefault(key, _Group()).add(data)
+        if examples is not None:
+            bucket = solved if data.get("success") is not False and number(data.get("score")) >= 1.0 else failed
+            if len(bucket) < REPORT_EXAMPLES:
+                bucket.append(_example(data))
+    if examples is not None:
+        examples.extend((failed + solved)[:REPORT_EXAMPLES])
+    return {
+        "pass_at_k_definition": PASS_AT_K_DEFINITION,
+        "overall": overall.to_dict(),
+        "groups": [
+            {"data_source": source, "generator": generator, **group.to_dict()}
+            for (source, generator), group in sorted(groups.items())
+        ],
+    }
+
+
+def _example(data: dict) -> dict:
+    """What the report shows of one episode (the final answer cut to a readable length)."""
+    answer = None
+    for message in reversed(data.get("messages") or []):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            answer = message.get("content")
+            break
+    if not isinstance(answer, str):
+        answer = json.dumps(answer, ensure_ascii=False) if answer is not None else ""
+    return {
+        "id": data.get("id"),
+        "data_source": data.get("data_source"),
+        "generator": data.get("generator"),
+        "repeat": data.get("repeat"),
+        "score": number(data.get("score")),
+        "success": data.get("success") is not False,
+        "error_type": data.get("error_type"),
+        "error": data.get("error"),
+        "finish_reason": data.get("finish_reason"),
+        "assistant_turns": (data.get("turn_record") or {}).get("assistant_turns"),
+        "answer": answer[:2000] + ("…" if len(answer) > 2000 else ""),
+    }
+
+
+def summarize_file(path: str | os.PathLike, *, examples: list | None = None) -> dict:
+    """:func:`summarize` over a results file."""
+    return summarize(iter_result_lines(path), examples=examples)
+
+
+CSV_COLUMNS = [
+    "data_source", "generator", "count", "records", "successes", "infrastructure_errors", "model_errors",
+    "mean_score", "mean_assistant_turns", "mean_tool_calls", "tool_calls", "mean_total_tokens", "prompt_tokens",
+    "completion_tokens", "total_tokens", "reached_max_turns",
+]
+
+
+def summary_csv(summary: dict) -> str:
+    """One row per group and an ``ALL`` row; a ``pass@k`` column for every k seen."""
+    rows = [*summary["groups"], {"data_source": "ALL", "generator": "ALL", **summary["overall"]}]
+    ks = sorted({key for row in rows for key in row["pass_at_k"]}, key=lambda key: int(key.split("@")[1]))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS + ks)
+    for row in rows:
+        writer.writerow([row[column] for column in CSV_COLUMNS] + [row["pass_at_k"].get(k, "") for k in ks])
+    return buffer.getvalue()
+
+
+def write_summary(output_dir: str | os.PathLike, summary: dict, examples: list | None = None) -> None:
+    """summary.json, summary.csv and report.html, each written atomically."""
+    from bootcamp_core.evaluate.report import render_report
+
+    output_dir = Path(output_dir)
+    with AtomicFile(output_dir / SUMMARY_JSON) as handle:
+        handle.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    with AtomicFile(output_dir / SUMMARY_CSV) as handle:
+        handle.write(summary_csv(summary))
+    with AtomicFile(output_dir / REPORT_NAME) as handle:
+        handle.write(render_report(summary, examples or []))
