@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -248,8 +249,15 @@ class ParquetWriter:
         import pyarrow.parquet as pq
 
         self.schema = parquet_schema()
-        # identities repeat within a row, rarely across rows: zstd finds that, a dictionary does not (measured faster)
-        self._writer = pq.ParquetWriter(self._atomic.__enter__(), self.schema, compression="zstd", use_dictionary=False)
+        handle = self._atomic.__enter__()
+        try:
+            # identities repeat within a row, rarely across rows: zstd finds that, a dictionary does not (measured
+            # faster)
+            self._writer = pq.ParquetWriter(handle, self.schema, compression="zstd", use_dictionary=False)
+        except BaseException:
+            # __exit__ never runs for a failed __enter__: a Ctrl-C or SIGTERM here must not leave the temporary file
+            self._atomic.__exit__(*sys.exc_info())
+            raise
         return self
 
     def write(self, record: dict) -> None:
