@@ -28,12 +28,11 @@ from bootcamp_core import (
     UnknownIdError,
     hookimpl,
 )
-from bootcamp_core.data import generate as generate_module
 from bootcamp_core.cli.main import main
 from bootcamp_core.data.config import allocate, load_instruction_config, parse_instruction_config
 from bootcamp_core.data.generate import config_for_bootcamp, generate, iter_records
 from bootcamp_core.plugin.loader import Registry
-from bootcamp_core.data.io import read_jsonl, read_parquet
+from bootcamp_core.data.io import PARQUET_BATCH_ROWS, read_jsonl, read_parquet
 from bootcamp_core.data.records import GeneratedSample
 
 VERSIONS = {"bootcamp-example": "0.1.0"}
@@ -240,19 +239,18 @@ def test_shuffle_reorders_the_same_records(tmp_path: Path, example_registry: Reg
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
-def test_worker_count_never_changes_a_byte(tmp_path: Path, example_registry: Registry, monkeypatch, shuffle: bool):
-    # several chunks per split in the pool (the pool forks, so the patches reach the workers), and Parquet row
-    # groups that straddle chunk boundaries
-    monkeypatch.setattr(generate_module, "CHUNK_ROWS", 37)
-    monkeypatch.setattr(generate_module, "PARQUET_BATCH_ROWS", 64)
-    config = small_config(tmp_path, split_samples="train:200,test:45,valid:0", shuffle=shuffle, gen_parquet=True)
+def test_worker_count_never_changes_a_byte(tmp_path: Path, example_registry: Registry, shuffle: bool):
+    # 9,000 records: the pool cuts a split into 4 chunks per worker (1,125 rows each), and Parquet row groups of
+    # PARQUET_BATCH_ROWS rows straddle chunk boundaries
+    config = small_config(tmp_path, split_samples="train:9000,test:45,valid:0", shuffle=shuffle, gen_parquet=True)
     one = generate(config, tmp_path / "one", registry=example_registry)
     two = generate(config, tmp_path / "two", max_workers=2, registry=example_registry)
-    assert one.counts == two.counts == {"train": 200, "test": 45, "valid": 0}
+    assert one.counts == two.counts == {"train": 9000, "test": 45, "valid": 0}
     assert [path.name for path in one.files] == [path.name for path in two.files]
     assert files_of(tmp_path / "one") == files_of(tmp_path / "two")
     assert sorted(path.name for path in (tmp_path / "two").iterdir()) == sorted(path.name for path in two.files)
-    assert pq.ParquetFile(tmp_path / "two" / "small_train.parquet").metadata.num_row_groups == 4
+    row_groups = pq.ParquetFile(tmp_path / "two" / "small_train.parquet").metadata.num_row_groups
+    assert row_groups == -(-9000 // PARQUET_BATCH_ROWS) > 1
     assert lines(tmp_path / "two" / "small_valid.jsonl") == []
     assert list(read_parquet(tmp_path / "two" / "small_train.parquet")) == records(
         tmp_path / "two" / "small_train.jsonl"

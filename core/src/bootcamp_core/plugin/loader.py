@@ -376,6 +376,8 @@ class Registry:
         if not isinstance(ref, str) or not ref:
             raise UnknownIdError(f"Expected a {label(kind)} id, got {ref!r}.")
         if "/" in ref:
+            if self._table.get(kind, ref) is not None:  # registered, so its plugin is loaded: no lock on this path
+                return ref
             self.load(ref.split("/", 1)[0])
             if self._table.get(kind, ref) is not None:
                 return ref

@@ -5,7 +5,8 @@ throughput. Measured here per call at 64 concurrent callers: aiohttp's client co
 httptools about 70 µs for a bare ASGI app, and Starlette's request/routing/response objects as much again. The
 client below (asyncio protocol, httptools' response parser, keep-alive pools) costs a fraction of that, and
 :func:`tool_route` answers ``POST /tools/...`` before Starlette, which keeps the other routes (dashboard, health,
-registration) where readability matters more than microseconds.
+registration) where readability matters more than microseconds. ``bench/bench_tool_server.py`` holds it to its
+targets (the master adds <= 1 ms at p50; >= 2,000 calls/s through the master at concurrency 64).
 """
 
 from __future__ import annotations
