@@ -137,9 +137,9 @@ def bench_agent(tasks: int, concurrency: int, seed: int) -> None:
 
     from bootcamp_battery_design.simulator import get_simulator
     from bootcamp_core.data.generate import config_for_bootcamp, iter_records
-    from bootcamp_core.plugin.loader import get_registry
-    from bootcamp_core.episode.policies import ReferencePolicy
     from bootcamp_core.episode.engine import run_episode
+    from bootcamp_core.episode.policies import ReferencePolicy
+    from bootcamp_core.plugin.loader import get_registry
 
     registry = get_registry()
     config = config_for_bootcamp("battery_design", registry, overrides={"split_samples": f"test:{tasks}",

@@ -120,9 +120,9 @@ def end_to_end(count: int) -> None:
     import anyio
 
     from bootcamp_core.data.generate import config_for_bootcamp, generate, iter_records
-    from bootcamp_core.plugin.loader import get_registry
-    from bootcamp_core.episode.policies import ReferencePolicy
     from bootcamp_core.episode.engine import run_episode
+    from bootcamp_core.episode.policies import ReferencePolicy
+    from bootcamp_core.plugin.loader import get_registry
 
     registry = get_registry()
     config = config_for_bootcamp("financial_prediction", registry, overrides={"split_samples": f"test:{count}"})

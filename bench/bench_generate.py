@@ -41,8 +41,8 @@ def level_1_config(count: int, shuffle: bool = False, parquet: bool = False):
 
 def naive_generate(count: int, path: Path, shuffle: bool = True) -> None:
     """The baseline: every record built as a dict and held in memory until the split is written."""
-    from bootcamp_core.plugin.loader import get_registry
     from bootcamp_core.data.records import GeneratedSample
+    from bootcamp_core.plugin.loader import get_registry
 
     registry = get_registry()
     generator = registry.component("generator", "example/arithmetic", LEVEL_1)

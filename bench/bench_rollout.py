@@ -189,8 +189,8 @@ def main() -> None:
         serve()
         return
     os.environ.setdefault("BOOTCAMP_LOAD_PLUGINS", "example")
-    from bootcamp_core.plugin.loader import get_registry
     from bootcamp_core.episode.policies import OpenAIPolicy, ReferencePolicy
+    from bootcamp_core.plugin.loader import get_registry
 
     registry = get_registry()
     scale = 1 if args.quick else 4

@@ -125,9 +125,9 @@ def reference_episodes(count: int) -> tuple[float, float, float]:
     import anyio
 
     from bootcamp_core.data.generate import config_for_bootcamp, iter_records
-    from bootcamp_core.plugin.loader import get_registry
-    from bootcamp_core.episode.policies import ReferencePolicy
     from bootcamp_core.episode.engine import RolloutLimits, run_episode
+    from bootcamp_core.episode.policies import ReferencePolicy
+    from bootcamp_core.plugin.loader import get_registry
 
     registry = get_registry()
     config = config_for_bootcamp("texas_holdem", registry, overrides={"split_samples": {"test": count}})

@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bootcamp_core.plugin.loader import Registry
 from bootcamp_core.data.io import read_records
 from bootcamp_core.data.records import GeneratedSample
+from bootcamp_core.plugin.loader import Registry
 
 
 def bootcamp(*args: str) -> subprocess.CompletedProcess:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bootcamp_core import Registry
 from bootcamp_battery_design.simulator import CellSimulator, get_simulator
+from bootcamp_core import Registry
 from bootcamp_core.testing import registry_of
 
 #: This bootcamp's entry-point name.

@@ -5,11 +5,11 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from bootcamp_core import Registry
 from bootcamp_battery_design.answer import extract_design, format_answer
 from bootcamp_battery_design.cell import CellDesign, Conditions
 from bootcamp_battery_design.reward import CellDesignReward, soft_score
 from bootcamp_battery_design.simulator import CellSimulator
+from bootcamp_core import Registry
 from bootcamp_core.testing import episode_kwargs
 
 REFERENCE = "\\boxed{7.56e-05, 0.335}"  # 279.4 Wh/kg, 312.0 K at 1C, 298.15 K, h=10

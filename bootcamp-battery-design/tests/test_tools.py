@@ -7,10 +7,10 @@ import json
 import anyio
 import pytest
 
-from bootcamp_core import Registry
 from bootcamp_battery_design.cell import CellDesign, Conditions
 from bootcamp_battery_design.simulator import CellSimulator
 from bootcamp_battery_design.tools import BatterySimulationTool
+from bootcamp_core import Registry
 
 GOOD = {"pos_thickness": 7.56e-05, "pos_porosity": 0.335}  # 279.4 Wh/kg, 312.0 K at 1C, 298.15 K, h=10
 

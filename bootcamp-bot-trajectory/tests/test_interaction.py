@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from bootcamp_core import Registry
 from bootcamp_bot_trajectory.answer import ANSWER_FORMAT, format_answer
 from bootcamp_bot_trajectory.interaction import AnswerFeedback
+from bootcamp_core import Registry
 
 REACHING_X = [0.0, 1.5708, 0.0, 0.0, 0.0, 0.0, 0.0]
 

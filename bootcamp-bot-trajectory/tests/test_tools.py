@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from bootcamp_core import Registry
 from bootcamp_bot_trajectory.generator import TrajectoryGenerator
 from bootcamp_bot_trajectory.tools import CheckPathTool, ForwardKinematicsTool
+from bootcamp_core import Registry
 
 HALF_PI = 1.5708
 REACHING_X = [0.0, HALF_PI, 0.0, 0.0, 0.0, 0.0, 0.0]  # end effector at (0.901, 0, 0.36)

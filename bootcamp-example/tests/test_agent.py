@@ -9,9 +9,9 @@ from importlib import resources
 
 import pytest
 import yaml
+
 from bootcamp_core import EpisodeResult, Registry, RolloutLimits
 from bootcamp_core.testing import generate_records, play_episodes
-
 from bootcamp_example.agent import CalculatorAgent
 from bootcamp_example.answer import format_answer
 

@@ -9,6 +9,7 @@ import random
 import statistics
 
 import pytest
+
 from bootcamp_core import EpisodeResult, Registry
 from bootcamp_core.testing import (
     evaluate_with_reference,
@@ -17,7 +18,6 @@ from bootcamp_core.testing import (
     play_episodes,
     scripted_policy,
 )
-
 from bootcamp_financial_prediction.agent import DriverModelAnalyst
 from bootcamp_financial_prediction.answer import format_answer, parse_answer
 from bootcamp_financial_prediction.generator import read_prompt_data

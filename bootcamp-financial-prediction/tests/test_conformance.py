@@ -1,5 +1,4 @@
 from bootcamp_core.testing import BootcampConformance
-
 from bootcamp_financial_prediction.answer import format_answer
 
 

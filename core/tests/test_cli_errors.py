@@ -12,8 +12,8 @@ from pathlib import Path
 
 from bootcamp_core import Reward
 from bootcamp_core.data.config import load_registry_file
-from bootcamp_core.plugin.errors import ConfigError
 from bootcamp_core.data.records import normalize_record
+from bootcamp_core.plugin.errors import ConfigError
 from bootcamp_core.testing import write_distribution
 
 

@@ -19,16 +19,16 @@ from pathlib import Path
 import pytest
 
 from bootcamp_core.cli.main import main
-from bootcamp_core.plugin.errors import ConfigError
+from bootcamp_core.data.generate import config_for_bootcamp, generate
+from bootcamp_core.data.io import write_records
+from bootcamp_core.episode.engine import RolloutLimits, episode_id
+from bootcamp_core.episode.policies import OpenAIPolicy
+from bootcamp_core.episode.retries import RetryPolicy
 from bootcamp_core.evaluate.config import EvalConfig
 from bootcamp_core.evaluate.dataset import load_dataset
 from bootcamp_core.evaluate.run import run_evaluation
 from bootcamp_core.evaluate.statistics import pass_at_k
-from bootcamp_core.data.generate import config_for_bootcamp, generate
-from bootcamp_core.episode.policies import OpenAIPolicy
-from bootcamp_core.data.io import write_records
-from bootcamp_core.episode.retries import RetryPolicy
-from bootcamp_core.episode.engine import RolloutLimits, episode_id
+from bootcamp_core.plugin.errors import ConfigError
 from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer, first_user_text
 
 SECRET = "sk-test-secret-key-0123456789"

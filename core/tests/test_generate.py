@@ -31,9 +31,9 @@ from bootcamp_core import (
 from bootcamp_core.cli.main import main
 from bootcamp_core.data.config import allocate, load_instruction_config, parse_instruction_config
 from bootcamp_core.data.generate import config_for_bootcamp, generate, iter_records
-from bootcamp_core.plugin.loader import Registry
 from bootcamp_core.data.io import PARQUET_BATCH_ROWS, read_jsonl, read_parquet
 from bootcamp_core.data.records import GeneratedSample
+from bootcamp_core.plugin.loader import Registry
 
 VERSIONS = {"bootcamp-example": "0.1.0"}
 

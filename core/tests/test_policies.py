@@ -11,7 +11,8 @@ import pytest
 
 from bootcamp_core import ConfigError, InfrastructureError, ModelError
 from bootcamp_core.data.generate import config_for_bootcamp, iter_records
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core.data.records import GeneratedSample
+from bootcamp_core.episode.engine import RolloutLimits, run_episode
 from bootcamp_core.episode.policies import (
     OpenAIPolicy,
     ReferencePolicy,
@@ -20,9 +21,8 @@ from bootcamp_core.episode.policies import (
     parse_extra_headers,
     parse_extra_params,
 )
-from bootcamp_core.data.records import GeneratedSample
 from bootcamp_core.episode.retries import RetryPolicy
-from bootcamp_core.episode.engine import RolloutLimits, run_episode
+from bootcamp_core.plugin.loader import Registry
 from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer, sequence
 
 FAST = RetryPolicy(attempts=3, base_s=0.01, max_s=0.05)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bootcamp_core.cli.main import main
+from bootcamp_core.data.records import EpisodeResult, ToolCall
 from bootcamp_core.plugin.errors import ConfigError
 from bootcamp_core.postprocess import (
     DataPostProcessor,
@@ -22,7 +23,6 @@ from bootcamp_core.postprocess import (
     filter_by_success,
     postprocess,
 )
-from bootcamp_core.data.records import EpisodeResult, ToolCall
 
 CALCULATOR = {
     "type": "function",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from bootcamp_core.evaluate.statistics import summarize
 from bootcamp_core.evaluate.report import render_report
+from bootcamp_core.evaluate.statistics import summarize
 
 HOSTILE = '<img src=x onerror=alert(1)><script>alert("pwned")</script>&amp;'
 

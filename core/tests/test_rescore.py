@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bootcamp_core.cli.main import main
-from bootcamp_core.plugin.errors import ConfigError
 from bootcamp_core.data.generate import config_for_bootcamp, generate
+from bootcamp_core.plugin.errors import ConfigError
 from bootcamp_core.rescore import default_output_path, rescore_results
 from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer
 

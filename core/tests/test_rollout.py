@@ -12,9 +12,9 @@ import pytest
 
 from bootcamp_core import InfrastructureError, Interaction, ModelError, Reward, TaskGenerator, Tool, hookimpl
 from bootcamp_core import __version__ as core_version
-from bootcamp_core.plugin.loader import Registry
 from bootcamp_core.data.records import EpisodeResult, GeneratedSample
 from bootcamp_core.episode.engine import PolicyTurn, RolloutLimits, episode_id, run_episode
+from bootcamp_core.plugin.loader import Registry
 
 EVENTS: list[tuple] = []
 

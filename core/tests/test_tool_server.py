@@ -17,13 +17,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bootcamp_core.plugin.errors import InfrastructureError
 from bootcamp_core.evaluate.run import EvalConfig, run_evaluation
+from bootcamp_core.plugin.errors import InfrastructureError
 from bootcamp_core.serve.client import RemoteToolError, ToolServerClient
 from bootcamp_core.serve.dashboard import render_dashboard
 from bootcamp_core.serve.master import Router, WorkerEntry
-from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer, per_conversation
 from bootcamp_core.testing import free_port, serve_tools, write_distribution
+from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer, per_conversation
 
 pytestmark = pytest.mark.slow
 FAST = ["--heartbeat-interval", "0.2", "--worker-timeout", "1.5"]

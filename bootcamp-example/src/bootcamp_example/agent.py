@@ -6,7 +6,6 @@ import random
 from typing import ClassVar
 
 from bootcamp_core import ReferenceAgent, message_text, tool_call_message
-
 from bootcamp_example.answer import format_answer
 from bootcamp_example.arithmetic import ExpressionError, parse_number
 

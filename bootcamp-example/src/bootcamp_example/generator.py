@@ -7,7 +7,6 @@ import random
 from typing import Any, ClassVar
 
 from bootcamp_core import ConfigError, GenerationError, TaskGenerator
-
 from bootcamp_example.answer import ANSWER_FORMAT
 from bootcamp_example.arithmetic import OPERATIONS, ExpressionSampler
 

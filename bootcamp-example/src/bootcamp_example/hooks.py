@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from bootcamp_core import Register, hookimpl
-
 from bootcamp_example.agent import CalculatorAgent
 from bootcamp_example.generator import ArithmeticGenerator
 from bootcamp_example.interaction import FeedbackInteraction

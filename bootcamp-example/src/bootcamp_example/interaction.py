@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from bootcamp_core import Interaction, last_assistant_text
-
 from bootcamp_example.answer import ANSWER_FORMAT, extract_result, within_tolerance
 
 __all__ = ["FeedbackInteraction"]

@@ -6,7 +6,6 @@ import math
 from typing import Any, ClassVar
 
 from bootcamp_core import Reward
-
 from bootcamp_example.answer import MIN_SCALE, extract_result, relative_error
 
 __all__ = ["ArithmeticReward", "soft_score"]

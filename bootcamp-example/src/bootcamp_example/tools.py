@@ -8,7 +8,6 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from bootcamp_core import Tool
-
 from bootcamp_example.arithmetic import (
     MAX_EXPRESSION_LENGTH,
     ExpressionError,

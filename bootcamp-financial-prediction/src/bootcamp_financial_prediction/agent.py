@@ -7,7 +7,6 @@ import random
 from typing import ClassVar
 
 from bootcamp_core import ReferenceAgent, message_text, tool_call_message
-
 from bootcamp_financial_prediction.answer import format_answer
 from bootcamp_financial_prediction.forecast import forecast_statements
 from bootcamp_financial_prediction.generator import read_prompt_data

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
-from bootcamp_core import ConfigError, TaskGenerator
 
+from bootcamp_core import ConfigError, TaskGenerator
 from bootcamp_financial_prediction.accounting import IDENTITIES
 from bootcamp_financial_prediction.answer import ANSWER_FORMAT
 from bootcamp_financial_prediction.items import ITEM_KEYS, LINE_ITEMS, STATEMENTS

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from bootcamp_core import Register, hookimpl
-
 from bootcamp_financial_prediction.agent import DriverModelAnalyst
 from bootcamp_financial_prediction.generator import ForecastGenerator
 from bootcamp_financial_prediction.interaction import AnswerFeedback

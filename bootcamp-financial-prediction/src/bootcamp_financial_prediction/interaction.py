@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from bootcamp_core import Interaction, last_assistant_text
-
 from bootcamp_financial_prediction.answer import ANSWER_FORMAT, parse_answer
 from bootcamp_financial_prediction.scoring import score_forecast
 

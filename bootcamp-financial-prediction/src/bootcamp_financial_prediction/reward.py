@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from bootcamp_core import Reward
-
 from bootcamp_financial_prediction.answer import parse_answer
 from bootcamp_financial_prediction.scoring import score_forecast
 

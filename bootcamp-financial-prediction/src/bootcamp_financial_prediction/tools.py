@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from bootcamp_core import Tool
-
 from bootcamp_financial_prediction.accounting import check_statements, consistency_tolerance, ratios
 from bootcamp_financial_prediction.answer import ParsedStatements, read_statements
 from bootcamp_financial_prediction.items import LINE_ITEMS

@@ -8,7 +8,7 @@ the package; everything else on first use, so ``import bootcamp_core`` stays che
 import importlib as _importlib
 from typing import Any as _Any
 
-from bootcamp_core.__about__ import __version__
+from bootcamp_core.__about__ import __version__ as __version__
 from bootcamp_core.plugin.components import Interaction, ReferenceAgent, Reward, TaskGenerator, Tool
 from bootcamp_core.plugin.errors import (
     BootcampError,

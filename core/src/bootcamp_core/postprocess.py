@@ -29,8 +29,8 @@ from typing import Any
 
 import attrs
 
-from bootcamp_core.plugin.errors import ConfigError
 from bootcamp_core.data.io import AtomicFile, dumps
+from bootcamp_core.plugin.errors import ConfigError
 
 __all__ = [
     "DataPostProcessor",

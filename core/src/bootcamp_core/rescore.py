@@ -27,11 +27,11 @@ from typing import Any
 
 import attrs
 
-from bootcamp_core.plugin.errors import BootcampError, ConfigError
 from bootcamp_core.data.io import AtomicFile, dumps
 from bootcamp_core.data.records import GeneratedSample
 from bootcamp_core.episode.messages import jsonable
 from bootcamp_core.episode.scoring import score_trajectory
+from bootcamp_core.plugin.errors import BootcampError, ConfigError
 
 __all__ = ["RescoreChange", "RescoreReport", "rescore_results", "rescore_line", "default_output_path",
            "refresh_summary"]

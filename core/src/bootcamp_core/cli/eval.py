@@ -76,10 +76,10 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from bootcamp_core.cli.helpers import json_object_flag
-    from bootcamp_core.plugin.errors import ConfigError
-    from bootcamp_core.evaluate.run import EvalConfig, parse_shard, run_evaluation
-    from bootcamp_core.episode.policies import parse_extra_headers, parse_extra_params
     from bootcamp_core.episode.engine import RolloutLimits
+    from bootcamp_core.episode.policies import parse_extra_headers, parse_extra_params
+    from bootcamp_core.evaluate.run import EvalConfig, parse_shard, run_evaluation
+    from bootcamp_core.plugin.errors import ConfigError
 
     if not args.dataset_path:
         raise ConfigError("--dataset-path is required: the records to evaluate (.jsonl, .json or .parquet)")

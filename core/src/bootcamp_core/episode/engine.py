@@ -39,9 +39,9 @@ import attrs
 
 from bootcamp_core.__about__ import __version__
 from bootcamp_core.data.records import EpisodeResult, GeneratedSample, ToolCall, normalize_record
-from bootcamp_core.episode.messages import normalize_assistant_message
+
 # defined in their own modules; importable here too, as plugins written against this module's first layout do
-from bootcamp_core.episode.messages import jsonable, message_text  # noqa: F401
+from bootcamp_core.episode.messages import jsonable, message_text, normalize_assistant_message  # noqa: F401
 from bootcamp_core.episode.off_loop import run_off_loop
 from bootcamp_core.episode.scoring import score_trajectory
 from bootcamp_core.episode.tool_calls import run_tool_calls

@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bootcamp_core.data.records import GeneratedSample
+from bootcamp_core.episode.engine import PolicyTurn
+from bootcamp_core.episode.retries import RetryableError, RetryPolicy, retry_after_seconds, with_retries
 from bootcamp_core.plugin.errors import ConfigError, InfrastructureError, ModelError
 from bootcamp_core.plugin.loader import Registry, get_registry
-from bootcamp_core.data.records import GeneratedSample
-from bootcamp_core.episode.retries import RetryableError, RetryPolicy, retry_after_seconds, with_retries
-from bootcamp_core.episode.engine import PolicyTurn
 
 __all__ = [
     "OpenAIPolicy",

@@ -44,6 +44,7 @@ import anyio
 from bootcamp_core.data.records import EpisodeResult, GeneratedSample
 from bootcamp_core.episode.engine import episode_id, run_episode
 from bootcamp_core.evaluate.chat_template import ChatTemplate
+
 # parse_shard: imported from here by the command line
 from bootcamp_core.evaluate.config import EvalConfig, component_config, parse_shard  # noqa: F401
 from bootcamp_core.evaluate.dataset import check_dataset, load_dataset, registry_filter, select_records

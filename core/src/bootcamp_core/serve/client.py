@@ -33,8 +33,8 @@ from typing import Any, ClassVar
 
 import anyio
 
-from bootcamp_core.plugin.errors import ConfigError, InfrastructureError, ModelError
 from bootcamp_core.plugin.components import Tool
+from bootcamp_core.plugin.errors import ConfigError, InfrastructureError, ModelError
 
 logger = logging.getLogger("bootcamp_core.serve.client")
 

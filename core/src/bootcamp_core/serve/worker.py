@@ -24,8 +24,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 
-from bootcamp_core.plugin.errors import InfrastructureError, ModelError
 from bootcamp_core.episode.messages import jsonable
+from bootcamp_core.plugin.errors import InfrastructureError, ModelError
 from bootcamp_core.serve.common import (
     ACTIONS,
     DEFAULT_MAX_BODY_BYTES,

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
-import math
 import os
-import pickle
-import random
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
-
-import attrs
+from typing import Any
 
 # the plain checks of `bootcamp check` use these two too, and cli/ is above testing/: they live there
 from bootcamp_core.cli.check import episode_kwargs, example_arguments  # noqa: F401
-from bootcamp_core.data.config import InstructionConfig, parse_instruction_config
 from bootcamp_core.plugin.loader import Registry
 
 

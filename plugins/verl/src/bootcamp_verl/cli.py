@@ -75,7 +75,6 @@ def run(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     from bootcamp_core import resolve_component_config
-
     from bootcamp_verl.export import ExportOptions, export_datasets
 
     if not args.dataset_path:
