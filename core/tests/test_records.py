@@ -204,12 +204,15 @@ def test_parquet_stores_every_identity_as_a_json_string(tmp_path: Path):
     assert reward_model.field("ground_truth").type == pa.string()
     extra = table.schema.field("extra_info").type
     assert extra.field("interaction_kwargs").type.field("identity").type == pa.string()
-    assert extra.field("tools_kwargs").type.item_type.field("create_kwargs").type.field("identity").type == pa.string()
+    tools = extra.field("tools_kwargs").type  # a struct over the file's tool names: no Arrow map column anywhere
+    assert pa.types.is_struct(tools) and [field.name for field in tools] == sorted(field.name for field in tools)
+    assert all(field.type.field("create_kwargs").type.field("identity").type == pa.string() for field in tools)
 
     rows = table.to_pylist()
     ground_truth = rows[0]["reward_model"]["ground_truth"]
     assert isinstance(ground_truth, str) and json.loads(ground_truth) == AWKWARD_IDENTITY
-    tool_identities = [value["create_kwargs"]["identity"] for _, value in rows[0]["extra_info"]["tools_kwargs"]]
+    tool_identities = [value["create_kwargs"]["identity"] for value in rows[0]["extra_info"]["tools_kwargs"].values()
+                       if value is not None]
     assert [json.loads(identity) for identity in tool_identities] == [AWKWARD_IDENTITY, AWKWARD_IDENTITY]
     assert json.loads(rows[0]["extra_info"]["interaction_kwargs"]["identity"]) == AWKWARD_IDENTITY
     assert rows[1]["extra_info"]["interaction_kwargs"] is None
@@ -230,7 +233,7 @@ def test_a_text_prompt_that_looks_like_content_parts_stays_text(tmp_path: Path):
 def test_parquet_writer_streams_in_batches(tmp_path: Path):
     path = tmp_path / "batched.parquet"
     records = [sample(index=i).to_record() for i in range(7)]
-    with ParquetWriter(path, batch_rows=3) as writer:
+    with ParquetWriter(path, batch_rows=3, tool_names=["calc", "notes"]) as writer:
         for record in records:
             writer.write(copy.deepcopy(record))
     assert writer.count == 7
@@ -250,7 +253,7 @@ def test_read_and_write_refuse_unknown_suffixes(tmp_path: Path):
 @pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
 def test_a_writer_that_fails_leaves_no_file_and_no_temporary(tmp_path: Path, suffix: str):
     target = tmp_path / f"out.{suffix}"
-    writer = JsonlWriter(target) if suffix == "jsonl" else ParquetWriter(target, batch_rows=1)
+    writer = JsonlWriter(target) if suffix == "jsonl" else ParquetWriter(target, batch_rows=1, tool_names=["calc", "notes"])
     with pytest.raises(RuntimeError, match="interrupted"):
         with writer:
             for record in varied_records():
@@ -266,7 +269,7 @@ def test_a_writer_that_fails_leaves_an_existing_file_untouched(tmp_path: Path, s
     target = tmp_path / f"out.{suffix}"
     write_records(target, varied_records()[:2])
     before = target.read_bytes()
-    writer = JsonlWriter(target) if suffix == "jsonl" else ParquetWriter(target, batch_rows=1)
+    writer = JsonlWriter(target) if suffix == "jsonl" else ParquetWriter(target, batch_rows=1, tool_names=["calc", "notes"])
     with pytest.raises(KeyError):
         with writer:
             writer.write(varied_records()[3])
@@ -378,3 +381,17 @@ def test_parquet_written_by_other_tools_reads_back(tmp_path: Path):
     assert sample.tools == ("example/calculator",) and sample.tool_names == ("calculator",)
     assert sample.versions == {"bootcamp-example": "0.1.0"}
     assert sample.identity == {"expression": "1 + 2", "expected_result": 3}
+
+
+def test_one_jsonl_reader_reports_each_unreadable_line_and_keeps_its_bytes(tmp_path: Path):
+    from bootcamp_core.data.io import jsonl_lines
+
+    path = tmp_path / "lines.jsonl"
+    path.write_text('{"a": 1}\n\n[1, 2]\n{"b": \n{"c": 3}', encoding="utf-8")  # the last line cut by a kill
+    lines = list(jsonl_lines(path))
+    assert [(line.number, line.value) for line in lines] == [(1, {"a": 1}), (3, None), (4, None), (5, {"c": 3})]
+    assert lines[1].error == "expected a JSON object"
+    assert lines[2].error.startswith("not valid JSON (Expecting value")
+    assert [line.raw for line in lines] == ['{"a": 1}\n', "[1, 2]\n", '{"b": \n', '{"c": 3}\n']
+    with pytest.raises(ValueError, match=r"lines.jsonl:3: expected a JSON object"):
+        list(read_jsonl(path))

@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from bootcamp_core.data.io import AtomicFile, dumps
+from bootcamp_core.data.io import AtomicFile, dumps, jsonl_lines
 from bootcamp_core.data.records import GeneratedSample
 from bootcamp_core.episode.messages import jsonable
 from bootcamp_core.episode.scoring import score_trajectory
@@ -139,33 +139,29 @@ def rescore_results(
     target = path if in_place else Path(output) if output is not None else default_output_path(path)
     registry = registry or get_registry()
     report = RescoreReport(input_path=path, output_path=target)
-    with open(path, encoding="utf-8") as source, AtomicFile(target) as sink:
-        for number, line in enumerate(source, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-                if not isinstance(data, dict):
-                    raise ValueError("not a JSON object")
-            except ValueError as error:
+    with AtomicFile(target) as sink:
+        for read in jsonl_lines(path):
+            number, line = read.number, read.raw
+            if read.error is not None:
                 # kept byte for byte: re-scoring never loses a line, even one it cannot read
-                report.skipped.append((number, f"unreadable line: {error}"))
-                sink.write(line if line.endswith("\n") else line + "\n")
+                report.skipped.append((number, f"unreadable line: {read.error}"))
+                sink.write(line)
                 continue
+            data = read.value
             report.lines += 1
             old = _score(data.get("score"))
             report.score_sum_before += old
             if data.get("success") is False:
                 report.infrastructure_failures += 1
                 report.score_sum_after += old
-                sink.write(line if line.endswith("\n") else line + "\n")
+                sink.write(line)
                 continue
             try:
                 new, extracted = rescore_line(data, registry, verify_kwargs)
             except (BootcampError, ValueError, KeyError, TypeError) as error:
                 report.skipped.append((number, str(error)))
                 report.score_sum_after += old
-                sink.write(line if line.endswith("\n") else line + "\n")
+                sink.write(line)
                 continue
             report.rescored += 1
             report.score_sum_after += new

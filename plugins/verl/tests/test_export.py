@@ -228,3 +228,35 @@ def test_component_configs_reach_the_tool_and_agent_loop_configs(datasets, tmp_p
     assert loop["interaction_config"] == {"example/feedback": {"max_attempts": 1}}
     prompt = pq.read_table(out / "example_train.parquet").to_pylist()[0]["prompt"]
     assert prompt[0] == {"role": "system", "content": "Be exact."} and prompt[1]["role"] == "user"
+
+
+def test_an_extended_record_schema_reaches_the_export_and_reads_back(datasets, tmp_path):
+    """One field added to the schema value goes through JSONL, Parquet and the verl export; no other code changes."""
+    from bootcamp_core import read_records, write_records
+    from bootcamp_core.data.schema import RECORD_SCHEMA, Field
+    from bootcamp_verl.export import verl_record_schema
+
+    schema = RECORD_SCHEMA.extend("extra_info", Field("difficulty", "integer"))
+    records = []
+    for number, record in enumerate(read_records(datasets.mixed_train)):
+        record["extra_info"]["difficulty"] = number
+        records.append(record)
+    for name in ("extended.jsonl", "extended.parquet"):
+        write_records(tmp_path / name, records, schema=schema)
+        assert list(read_records(tmp_path / name, schema=schema)) == records
+
+    result = export_datasets([tmp_path / "extended.parquet"], tmp_path / "out",
+                             options=ExportOptions(record_schema=schema))
+    rows = pq.read_table(result.parquet_files[0]).to_pylist()
+    assert [row["extra_info"]["difficulty"] for row in rows] == list(range(len(records)))
+    exported = list(read_records(result.parquet_files[0], schema=verl_record_schema(schema)))
+    assert [record["extra_info"]["difficulty"] for record in exported] == list(range(len(records)))
+    for original, back in zip(records, exported):
+        assert back["reward_model"] == original["reward_model"]
+        assert back["extra_info"]["bootcamp"] == original["extra_info"]["bootcamp"]
+        assert back["extra_info"]["tool_selection"] == list(original["extra_info"]["tools_kwargs"])
+        assert back["agent_name"] == AGENT_NAME
+    # without the extension, the export refuses the field instead of dropping it
+    with pytest.raises(ConfigError, match="difficulty"):
+        export_datasets([tmp_path / "extended.jsonl"], tmp_path / "lossy")
+    assert not (tmp_path / "lossy").exists()

@@ -36,8 +36,8 @@ from bootcamp_core.data.config import (
     load_registry_file,
     parse_instruction_config,
 )
-from bootcamp_core.data.io import PARQUET_BATCH_ROWS, AtomicFile, JsonlWriter, ParquetWriter, dumps
-from bootcamp_core.data.records import data_source_for
+from bootcamp_core.data.io import PARQUET_BATCH_ROWS, AtomicFile, JsonlWriter, ParquetWriter, dumps, parquet_tool_names
+from bootcamp_core.data.records import GeneratedSample, data_source_for
 from bootcamp_core.plugin.errors import BootcampError, ConfigError, GenerationError
 from bootcamp_core.plugin.loader import Registry, get_registry
 
@@ -155,33 +155,24 @@ def plan_groups(config: InstructionConfig, registry: Registry | None = None) -> 
 _PROMPT, _IDENTITY, _INDEX = "\x00prompt\x00", "\x00identity\x00", "\x00index\x00"
 
 
+def _template_record(plan: GroupPlan, split: str) -> dict:
+    """The group's record with sentinels where the prompt, the identity and the index go: laid out by
+    :meth:`GeneratedSample.to_record`, the one layout of a generated record."""
+    return GeneratedSample(
+        data_source=plan.data_source, prompt=[{"role": "user", "content": _PROMPT}], identity=_IDENTITY,  # type: ignore[arg-type]
+        index=_INDEX, split=split, generator_name=plan.group_name, generator=plan.generator,  # type: ignore[arg-type]
+        reward=plan.reward, tools=plan.tools, tool_names=plan.tool_names, interaction=plan.interaction,
+        versions=plan.versions,
+    ).to_record()
+
+
 def _line_template(plan: GroupPlan, split: str) -> str:
     """The record's JSON line as a %-template, made by ``json.dumps`` itself so the bytes always match it.
 
     Only the prompt, the identity and the index are encoded per record: this is the hot path behind
     bench/bench_generate.py's throughput figure (52-55k records/s to JSONL, about 3x its dict-per-record baseline).
     """
-    record = {
-        "data_source": plan.data_source,
-        "prompt": [{"role": "user", "content": _PROMPT}],
-        "reward_model": {"ground_truth": _IDENTITY, "style": "rule"},
-        "extra_info": {
-            "index": _INDEX,
-            "split": split,
-            "generator_name": plan.group_name,
-            "tools_kwargs": {name: {"create_kwargs": {"identity": _IDENTITY}} for name in plan.tool_names},
-            "need_tools_kwargs": bool(plan.tool_names),
-            **({"interaction_kwargs": {"name": plan.interaction, "identity": _IDENTITY}} if plan.interaction else {}),
-            "bootcamp": {
-                "generator": plan.generator,
-                "tools": list(plan.tools),
-                "interaction": plan.interaction,
-                "reward": plan.reward,
-                "versions": plan.versions,
-            },
-        },
-    }
-    text = dumps(record).replace("%", "%%")
+    text = dumps(_template_record(plan, split)).replace("%", "%%")
     for sentinel, slot in ((_PROMPT, "%(p)s"), (_IDENTITY, "%(i)s"), (_INDEX, "%(n)d")):
         text = text.replace(dumps(sentinel), slot)
     return text
@@ -270,23 +261,18 @@ def iter_records(
 
 
 class _ParquetColumns:
-    """Buffers (record, index) pairs and writes them to Parquet column by column, constant parts built once."""
+    """Buffers emitted records and writes them to Parquet column by column.
+
+    Everything but the prompt, the identity and the index is constant within a group, so each column is the group's
+    template row (the record schema's row of :func:`_template_record`) taken per record, with those three filled in
+    wherever the template holds their sentinel: the layout comes from the record schema, not from this class.
+    """
 
     def __init__(self, writer: ParquetWriter, plans: list[GroupPlan], split: str) -> None:
-        import pyarrow as pa
-
-        self.pa, self.writer, self.plans, self.split = pa, writer, plans, split
-        extra = writer.schema.field("extra_info").type
-        self.bootcamp_type = extra.field("bootcamp").type
-        self.tools_type = extra.field("tools_kwargs").type
-        self.bootcamps = pa.array(
-            [
-                {"generator": plan.generator, "tools": list(plan.tools), "interaction": plan.interaction,
-                 "reward": plan.reward, "versions": list(plan.versions.items())}
-                for plan in plans
-            ],
-            type=self.bootcamp_type,
-        )
+        self.writer = writer
+        schema = writer.record_schema
+        self.fields = schema.fields
+        self.templates = [schema.to_row(_template_record(plan, split), writer.tool_names) for plan in plans]
         self.rows: list[tuple[_Emitted, int]] = []
 
     def add(self, emitted: _Emitted, index: int) -> None:
@@ -297,62 +283,56 @@ class _ParquetColumns:
     def flush(self) -> None:
         if not self.rows:
             return
-        pa, plans, count = self.pa, self.plans, len(self.rows)
-        emitted_rows = [row[0] for row in self.rows]
-        group_list = [row.group for row in emitted_rows]
-        groups = pa.array(group_list, pa.int32())
-        identities = pa.array([row.identity_json for row in emitted_rows], pa.string())
+        import pyarrow as pa
+
+        emitted = [row[0] for row in self.rows]
+        count = len(emitted)
         string = pa.string()
-
-        def per_group(values: list) -> Any:
-            return pa.array(values).take(groups)
-
-        text = [row.prompt if isinstance(row.prompt, str) else None for row in emitted_rows]
-        parts = [None if isinstance(row.prompt, str) else dumps(row.prompt) for row in emitted_rows]
+        text = [row.prompt if isinstance(row.prompt, str) else None for row in emitted]
+        parts = [None if isinstance(row.prompt, str) else dumps(row.prompt) for row in emitted]
         user = pa.StructArray.from_arrays(
             [pa.array(["user"] * count, string), pa.array(text, string), pa.array(parts, string)],
             names=["role", "content", "content_parts"],
         )
-        prompt = pa.ListArray.from_arrays(pa.array(range(count + 1), pa.int32()), user)
-        reward_model = pa.StructArray.from_arrays(
-            [identities, pa.array(["rule"] * count, string)], names=["ground_truth", "style"]
-        )
-        tool_counts = [len(plans[group].tool_names) for group in group_list]
-        offsets = [0]
-        for tool_count in tool_counts:
-            offsets.append(offsets[-1] + tool_count)
-        keys = [name for group in group_list for name in plans[group].tool_names]
-        tool_identities = identities.take(pa.array(
-            [row for row, tool_count in enumerate(tool_counts) for _ in range(tool_count)], pa.int64()))
-        items = pa.StructArray.from_arrays(
-            [pa.StructArray.from_arrays([tool_identities], names=["identity"])], names=["create_kwargs"]
-        )
-        tools_kwargs = pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, string), items,
-                                               type=self.tools_type)
-        has_interaction = [plan.interaction is not None for plan in plans]
-        interaction = pa.StructArray.from_arrays(
-            [per_group([plan.interaction for plan in plans]).cast(string), identities],
-            names=["name", "identity"],
-            mask=pa.array([not has_interaction[group] for group in group_list]),
-        )
-        extra_info = pa.StructArray.from_arrays(
-            [
-                pa.array([row[1] for row in self.rows], pa.int64()),
-                pa.array([self.split] * count, string),
-                per_group([plan.group_name for plan in plans]),
-                tools_kwargs,
-                per_group([bool(plan.tool_names) for plan in plans]),
-                interaction,
-                self.bootcamps.take(groups),
-            ],
-            fields=list(self.writer.schema.field("extra_info").type),
-        )
-        table = pa.Table.from_arrays(
-            [per_group([plan.data_source for plan in plans]), prompt, reward_model, extra_info],
-            schema=self.writer.schema,
-        )
-        self.writer.write_table(table)
+        filled = {
+            dumps(_IDENTITY): pa.array([row.identity_json for row in emitted], string),
+            _INDEX: pa.array([row[1] for row in self.rows], pa.int64()),
+            "prompt": pa.ListArray.from_arrays(pa.array(range(count + 1), pa.int32()), user),
+        }
+        groups = pa.array([row.group for row in emitted], pa.int32())
+        schema = self.writer.schema
+        columns = [_column(schema.field(name), [template.get(name) for template in self.templates], groups, filled)
+                   for name in schema.names]
+        self.writer.write_table(pa.Table.from_arrays(columns, schema=schema))
         self.rows = []
+
+
+def _column(field, templates: list, groups, filled: dict):
+    """One Arrow column: per record, its group's template value, or the per-record array its sentinel names."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arrow_type = field.type
+    if pa.types.is_struct(arrow_type):
+        children = [_column(child, [None if value is None else value.get(child.name) for value in templates],
+                            groups, filled) for child in arrow_type]
+        mask = pa.array([value is None for value in templates]).take(groups)
+        return pa.StructArray.from_arrays(children, fields=list(arrow_type), mask=mask if pc.any(mask).as_py() else None)
+    sentinel = next((key for key in filled if any(_holds(value, key) for value in templates)), None)
+    if sentinel is None:
+        return pa.array(templates, arrow_type).take(groups)
+    values = filled[sentinel]
+    present = [_holds(value, sentinel) for value in templates]
+    if all(present):
+        return values
+    return pc.if_else(pa.array(present).take(groups), values, pa.scalar(None, arrow_type))
+
+
+def _holds(value: Any, sentinel: str) -> bool:
+    if sentinel == "prompt":  # the prompt column: its template is the one user message with the prompt sentinel
+        return (isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict)
+                and value[0].get("content") == _PROMPT)
+    return value == sentinel
 
 
 def _write_range(
@@ -373,7 +353,8 @@ def _write_range(
         write_line = stack.enter_context(JsonlWriter(jsonl_path)).write_line
         parquet = None
         if parquet_path:
-            parquet = _ParquetColumns(stack.enter_context(ParquetWriter(parquet_path)), plans, split)
+            writer = ParquetWriter(parquet_path, tool_names=sorted({name for plan in plans for name in plan.tool_names}))
+            parquet = _ParquetColumns(stack.enter_context(writer), plans, split)
         offset = producer.offset
         for position in range(start, stop):
             emitted = producer.emit(position)
@@ -592,14 +573,17 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
 
 
 def _concat_parquet(parts: Sequence[Path], target: Path) -> None:
-    """Concatenate part files into row groups of exactly the size one process writes, so the bytes match."""
+    """Concatenate part files into row groups of exactly the size one process writes, so the bytes match.
+
+    Parts over different tools (several bootcamps) become rows over the union of their tool names."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    with ParquetWriter(target) as writer:
+    tool_names = sorted({name for part in parts for name in parquet_tool_names(part)})
+    with ParquetWriter(target, tool_names=tool_names) as writer:
         pending: pa.Table | None = None
         for part in parts:
-            table = pq.read_table(part, schema=writer.schema)
+            table = writer.record_schema.conform(pq.read_table(part), tool_names)
             pending = table if pending is None else pa.concat_tables([pending, table])
             while pending.num_rows >= PARQUET_BATCH_ROWS:
                 writer.write_table(pending.slice(0, PARQUET_BATCH_ROWS).combine_chunks())

@@ -3,9 +3,14 @@
 Writers stream (nothing holds a whole split) and are atomic: they write ``<name>.tmp-<pid>`` beside the target and
 rename it into place only when complete, so an interrupted run never leaves a half-written file under the real name.
 
-In Parquet every copy of the identity is a JSON string (DESIGN.md). A prompt message's text goes in ``content``; a
-list of content parts (vision tasks) goes, as JSON text, in ``content_parts`` with ``content`` null, so the two
-never mix up on the way back.
+Every layout comes from one value, :data:`~bootcamp_core.data.schema.RECORD_SCHEMA` (or an extension of it, passed as
+``schema``): the Arrow schema, Parquet rows and the normalisation of what was read. In Parquet every copy of the
+identity is a JSON string and there is no Arrow map column, so pyarrow, pandas and HF ``datasets`` all read the files.
+A prompt message's text goes in ``content``; a list of content parts (vision tasks) goes, as JSON text, in
+``content_parts`` with ``content`` null, so the two never mix up on the way back.
+
+:func:`jsonl_lines` is the one reader of JSON lines: records, results and re-scoring all read through it, each deciding
+what an unreadable line means for it.
 """
 
 from __future__ import annotations
@@ -13,21 +18,27 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from bootcamp_core.data.records import normalize_record
+import attrs
+
+from bootcamp_core.data.schema import RECORD_SCHEMA, RecordSchema, dumps
 
 __all__ = [
     "AtomicFile",
+    "JsonLine",
     "JsonlWriter",
     "ParquetWriter",
+    "dumps",
+    "jsonl_lines",
     "read_jsonl",
     "read_parquet",
     "read_records",
     "write_records",
     "parquet_schema",
+    "parquet_tool_names",
     "record_to_row",
     "row_to_record",
 ]
@@ -59,19 +70,6 @@ class AtomicFile:
             self.temporary.unlink(missing_ok=True)
 
 
-_encode = json.JSONEncoder(ensure_ascii=False).encode
-# Raw line and paragraph separators are valid JSON but split lines for readers that use str.splitlines()
-_SEPARATORS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
-
-
-def dumps(value: Any) -> str:
-    """The one JSON spelling used in every record line: UTF-8 text, one physical line whatever the reader."""
-    text = _encode(value)
-    if "\u2028" in text or "\u2029" in text or "\x85" in text:
-        return text.translate(_SEPARATORS)
-    return text
-
-
 class JsonlWriter:
     """Streams records (dicts or pre-serialised lines) to a JSONL file, atomically."""
 
@@ -97,150 +95,96 @@ class JsonlWriter:
         self.count += 1
 
 
-def read_jsonl(path: str | os.PathLike) -> Iterator[dict]:
-    """Records of a JSONL file, identities as objects. A broken line is an error naming file and line."""
+@attrs.frozen
+class JsonLine:
+    """One non-blank line of a JSONL file: its number, its text as read, and its value, or why it has none."""
+
+    number: int
+    text: str
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def raw(self) -> str:
+        """The line as written, with its newline (a line cut by a kill gets one)."""
+        return self.text if self.text.endswith("\n") else self.text + "\n"
+
+
+def jsonl_lines(path: str | os.PathLike) -> Iterator[JsonLine]:
+    """Every non-blank line of a JSONL file, parsed; a line that is not a JSON object carries its ``error`` instead.
+
+    The one reader of JSON lines: record files raise on such a line, results files skip it (a kill cuts the last
+    line), re-scoring keeps it byte for byte.
+    """
     with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
+        for number, text in enumerate(handle, 1):
+            if not text.strip():
                 continue
             try:
-                record = json.loads(line)
+                value = json.loads(text)
             except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: not valid JSON ({error.msg}, column {error.colno})") from None
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}:{number}: expected a JSON object")
-            yield normalize_record(record)
+                yield JsonLine(number, text, error=f"not valid JSON ({error.msg}, column {error.colno})")
+                continue
+            if not isinstance(value, dict):
+                yield JsonLine(number, text, error="expected a JSON object")
+                continue
+            yield JsonLine(number, text, value)
+
+
+def read_jsonl(path: str | os.PathLike, schema: RecordSchema = RECORD_SCHEMA) -> Iterator[dict]:
+    """Records of a JSONL file, identities as objects. A broken line is an error naming file and line."""
+    for line in jsonl_lines(path):
+        if line.error is not None:
+            raise ValueError(f"{path}:{line.number}: {line.error}")
+        yield schema.normalize(line.value)
 
 
 # ----------------------------------------------------------------------------------------------------- parquet
-def parquet_schema():
+def parquet_schema(tool_names: Sequence[str] = (), schema: RecordSchema = RECORD_SCHEMA):
+    """The Arrow schema of a record file whose records name ``tool_names``."""
+    return schema.arrow(tool_names)
+
+
+def parquet_tool_names(path: str | os.PathLike, schema: RecordSchema = RECORD_SCHEMA) -> list[str]:
+    """The tool names a record file's ``tools_kwargs`` struct has fields for (from its footer; an earlier version's
+    map column names none)."""
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    string = pa.string()
-    return pa.schema(
-        [
-            ("data_source", string),
-            ("prompt", pa.list_(pa.struct([("role", string), ("content", string), ("content_parts", string)]))),
-            ("reward_model", pa.struct([("ground_truth", string), ("style", string)])),
-            (
-                "extra_info",
-                pa.struct(
-                    [
-                        ("index", pa.int64()),
-                        ("split", string),
-                        ("generator_name", string),
-                        (
-                            "tools_kwargs",
-                            pa.map_(string, pa.struct([("create_kwargs", pa.struct([("identity", string)]))])),
-                        ),
-                        ("need_tools_kwargs", pa.bool_()),
-                        ("interaction_kwargs", pa.struct([("name", string), ("identity", string)])),
-                        (
-                            "bootcamp",
-                            pa.struct(
-                                [
-                                    ("generator", string),
-                                    ("tools", pa.list_(string)),
-                                    ("interaction", string),
-                                    ("reward", string),
-                                    ("versions", pa.map_(string, string)),
-                                ]
-                            ),
-                        ),
-                    ]
-                ),
-            ),
-        ]
-    )
+    arrow = pq.read_schema(path)
+    names: set[str] = set()
+    for path_names in schema.per_tool_paths():
+        node = arrow.field(path_names[0]).type if path_names[0] in arrow.names else None
+        for name in path_names[1:]:
+            node = node.field(name).type if node is not None and pa.types.is_struct(node) and node.get_field_index(
+                name) >= 0 else None
+        if node is not None and pa.types.is_struct(node):
+            names.update(node.field(index).name for index in range(node.num_fields))
+    return sorted(names)
 
 
-def _message_to_parquet(message: dict) -> dict:
-    content = message.get("content")
-    if isinstance(content, str) or content is None:
-        return {"role": message.get("role"), "content": content, "content_parts": None}
-    return {"role": message.get("role"), "content": None, "content_parts": dumps(content)}
+def record_to_row(record: dict, tool_names: Sequence[str] | None = None, schema: RecordSchema = RECORD_SCHEMA) -> dict:
+    """A record in Parquet form (identities as JSON strings), over ``tool_names`` (default: the record's own)."""
+    return schema.to_row(record, schema.tool_names([record]) if tool_names is None else tool_names)
 
 
-def _message_from_parquet(message: dict) -> dict:
-    parts = message.get("content_parts")
-    return {"role": message["role"], "content": message["content"] if parts is None else json.loads(parts)}
-
-
-def record_to_row(record: dict) -> dict:
-    """A record in Parquet form: identities as JSON strings, maps as (key, value) lists."""
-    extra = record.get("extra_info") or {}
-    tools_kwargs = []
-    for name, kwargs in (extra.get("tools_kwargs") or {}).items():
-        create = dict((kwargs or {}).get("create_kwargs") or {})
-        unknown = set(create) - {"identity"}
-        if unknown or set(kwargs or {}) - {"create_kwargs"}:
-            raise ValueError(f"tools_kwargs[{name!r}] holds more than create_kwargs.identity; Parquet keeps only that")
-        tools_kwargs.append((name, {"create_kwargs": {"identity": dumps(create.get("identity"))}}))
-    interaction = extra.get("interaction_kwargs")
-    bootcamp = extra.get("bootcamp")
-    return {
-        "data_source": record.get("data_source"),
-        "prompt": [_message_to_parquet(message) for message in record.get("prompt") or []],
-        "reward_model": {
-            "ground_truth": dumps((record.get("reward_model") or {}).get("ground_truth")),
-            "style": (record.get("reward_model") or {}).get("style"),
-        },
-        "extra_info": {
-            "index": extra.get("index"),
-            "split": extra.get("split"),
-            "generator_name": extra.get("generator_name"),
-            "tools_kwargs": tools_kwargs,
-            "need_tools_kwargs": extra.get("need_tools_kwargs"),
-            "interaction_kwargs": None
-            if interaction is None
-            else {"name": interaction.get("name"), "identity": dumps(interaction.get("identity"))},
-            "bootcamp": None
-            if bootcamp is None
-            else {**bootcamp, "versions": list((bootcamp.get("versions") or {}).items())},
-        },
-    }
-
-
-def _pairs(value: Any) -> dict:
-    """A map column as we write it (a list of pairs), or as other writers do (a struct, or JSON text): a dict."""
-    if not value:
-        return {}
-    if isinstance(value, str):
-        value = json.loads(value)
-    return dict(value.items() if isinstance(value, dict) else value)
-
-
-def row_to_record(row: dict) -> dict:
-    """Inverse of :func:`record_to_row`."""
-    extra = dict(row["extra_info"] or {})
-    extra["tools_kwargs"] = _pairs(extra.get("tools_kwargs"))
-    if extra.get("interaction_kwargs") is None:
-        extra.pop("interaction_kwargs", None)
-        order = ["index", "split", "generator_name", "tools_kwargs", "need_tools_kwargs", "bootcamp"]
-    else:
-        order = ["index", "split", "generator_name", "tools_kwargs", "need_tools_kwargs", "interaction_kwargs", "bootcamp"]
-    bootcamp = extra.get("bootcamp")
-    if bootcamp is None:
-        extra.pop("bootcamp", None)
-    else:
-        bootcamp["versions"] = _pairs(bootcamp.get("versions"))
-    record = {
-        "data_source": row["data_source"],
-        "prompt": [_message_from_parquet(message) for message in row["prompt"]],
-        "reward_model": row["reward_model"],
-        # our keys in our order, then whatever other writers added (verl's tool_selection)
-        "extra_info": {**{key: extra[key] for key in order if key in extra},
-                       **{key: value for key, value in extra.items() if key not in order}},
-    }
-    return normalize_record(record)
+def row_to_record(row: dict, schema: RecordSchema = RECORD_SCHEMA) -> dict:
+    """Inverse of :func:`record_to_row`; also reads rows of earlier versions (Arrow map columns)."""
+    return schema.from_row(row)
 
 
 class ParquetWriter:
-    """Streams records to a Parquet file in batches of ``batch_rows``, atomically."""
+    """Streams records to a Parquet file in batches of ``batch_rows``, atomically.
 
-    def __init__(self, path: str | os.PathLike, batch_rows: int = PARQUET_BATCH_ROWS) -> None:
+    ``tool_names`` are every tool name the file's records use (its ``tools_kwargs`` struct has one field each).
+    """
+
+    def __init__(self, path: str | os.PathLike, batch_rows: int = PARQUET_BATCH_ROWS, *,
+                 tool_names: Sequence[str] = (), schema: RecordSchema = RECORD_SCHEMA) -> None:
         self._atomic = AtomicFile(path, "wb")
         self.batch_rows = batch_rows
+        self.tool_names = tuple(tool_names)
+        self.record_schema = schema
         self._rows: list[dict] = []
         self._writer = None
         self.count = 0
@@ -248,7 +192,7 @@ class ParquetWriter:
     def __enter__(self) -> ParquetWriter:
         import pyarrow.parquet as pq
 
-        self.schema = parquet_schema()
+        self.schema = self.record_schema.arrow(self.tool_names)
         handle = self._atomic.__enter__()
         try:
             # identities repeat within a row, rarely across rows: zstd finds that, a dictionary does not (measured
@@ -261,7 +205,7 @@ class ParquetWriter:
         return self
 
     def write(self, record: dict) -> None:
-        self.write_row(record_to_row(record))
+        self.write_row(self.record_schema.to_row(record, self.tool_names))
 
     def write_row(self, row: dict) -> None:
         self._rows.append(row)
@@ -269,10 +213,10 @@ class ParquetWriter:
             self.flush()
 
     def write_table(self, table) -> None:
-        """Append an Arrow table of rows already in Parquet form (same schema)."""
+        """Append an Arrow table of rows already in Parquet form (of this schema, over a subset of the tool names)."""
         self.flush()
         assert self._writer is not None
-        self._writer.write_table(table)
+        self._writer.write_table(self.record_schema.conform(table, self.tool_names))
         self.count += table.num_rows
 
     def flush(self) -> None:
@@ -295,32 +239,41 @@ class ParquetWriter:
             self._atomic.__exit__(exc_type, exc, tb)
 
 
-def read_parquet(path: str | os.PathLike, batch_rows: int = PARQUET_BATCH_ROWS) -> Iterator[dict]:
-    """Records of a Parquet file, identities as objects, streamed batch by batch."""
+def read_parquet(path: str | os.PathLike, batch_rows: int = PARQUET_BATCH_ROWS,
+                 schema: RecordSchema = RECORD_SCHEMA) -> Iterator[dict]:
+    """Records of a Parquet file (ours, an earlier version's, or a verl export), identities as objects, streamed."""
     import pyarrow.parquet as pq
 
     parquet = pq.ParquetFile(path)
     for batch in parquet.iter_batches(batch_size=batch_rows):
         for row in batch.to_pylist():
-            yield row_to_record(row)
+            yield schema.from_row(row)
 
 
-def read_records(path: str | os.PathLike) -> Iterator[dict]:
+def read_records(path: str | os.PathLike, schema: RecordSchema = RECORD_SCHEMA) -> Iterator[dict]:
     """Records of a ``.jsonl`` or ``.parquet`` file."""
     suffix = Path(path).suffix.lower()
     if suffix == ".parquet":
-        return read_parquet(path)
+        return read_parquet(path, schema=schema)
     if suffix in {".jsonl", ".json", ".ndjson"}:
-        return read_jsonl(path)
+        return read_jsonl(path, schema)
     raise ValueError(f"{path}: expected a .jsonl or .parquet file")
 
 
-def write_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
-    """Write records to ``.jsonl`` or ``.parquet`` (by suffix); returns how many."""
+def write_records(path: str | os.PathLike, records: Iterable[dict], *, schema: RecordSchema = RECORD_SCHEMA,
+                  tool_names: Sequence[str] | None = None) -> int:
+    """Write records to ``.jsonl`` or ``.parquet`` (by suffix); returns how many.
+
+    Parquet needs the file's tool names before its first row: give ``tool_names`` to stream, else the records are
+    read into memory first to find them.
+    """
     suffix = Path(path).suffix.lower()
     writer: JsonlWriter | ParquetWriter
     if suffix == ".parquet":
-        writer = ParquetWriter(path)
+        if tool_names is None:
+            records = list(records)
+            tool_names = schema.tool_names(records)
+        writer = ParquetWriter(path, tool_names=tool_names, schema=schema)
     elif suffix in {".jsonl", ".ndjson"}:
         writer = JsonlWriter(path)
     else:

@@ -1,17 +1,20 @@
 """What travels between the parts: generated samples, tool calls and episode results.
 
 A generated record is a plain dict in the format of DESIGN.md (``data_source``, ``prompt``, ``reward_model``,
-``extra_info``); :class:`GeneratedSample` is its typed view. Identities are objects in memory and in JSONL, JSON strings
-in Parquet; :func:`normalize_record` accepts both.
+``extra_info``), whose fields and kinds :data:`~bootcamp_core.data.schema.RECORD_SCHEMA` defines; :class:`GeneratedSample`
+is its typed view, and :meth:`GeneratedSample.to_record` the one place that lays a generated record out (generation's
+hot path renders its JSON line from it). Identities are objects in memory and in JSONL, JSON strings in Parquet;
+:func:`normalize_record` accepts both.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import attrs
+
+from bootcamp_core.data.schema import RECORD_SCHEMA, RecordSchema, decode_identity
 
 __all__ = ["GeneratedSample", "ToolCall", "EpisodeResult", "normalize_record", "data_source_for", "ERROR_TYPES"]
 
@@ -23,35 +26,16 @@ def data_source_for(namespace: str) -> str:
     return f"bootcamp/{namespace}"
 
 
-def _identity(value: Any) -> Any:
-    """An identity from either form: an object (JSONL, memory) or the JSON text of one (Parquet).
+_identity = decode_identity
 
-    Identities are JSON objects, so only text that decodes to one is decoded; any other value is kept as it is.
+
+def normalize_record(record: dict, schema: RecordSchema = RECORD_SCHEMA) -> dict:
+    """The record with every copy of the identity as an object, whichever form it was read in (in place).
+
+    What other tools and earlier versions wrote reads the same: identities as JSON text, ``versions`` as JSON text or
+    an Arrow map's pairs, ``tools_kwargs`` as pairs or as a struct with nulls for other records' tools.
     """
-    if isinstance(value, (str, bytes)):
-        try:
-            decoded = json.loads(value)
-        except ValueError:
-            return value
-        return decoded if isinstance(decoded, dict) else value
-    return value
-
-
-def normalize_record(record: dict) -> dict:
-    """The record with every copy of the identity as an object, whichever form it was read in."""
-    reward_model = record.get("reward_model")
-    if isinstance(reward_model, dict) and "ground_truth" in reward_model:
-        reward_model["ground_truth"] = _identity(reward_model["ground_truth"])
-    extra = record.get("extra_info")
-    if isinstance(extra, dict):
-        for kwargs in (extra.get("tools_kwargs") or {}).values():
-            create = kwargs.get("create_kwargs") if isinstance(kwargs, dict) else None
-            if isinstance(create, dict) and "identity" in create:
-                create["identity"] = _identity(create["identity"])
-        interaction = extra.get("interaction_kwargs")
-        if isinstance(interaction, dict) and "identity" in interaction:
-            interaction["identity"] = _identity(interaction["identity"])
-    return record
+    return schema.normalize(record)
 
 
 @attrs.frozen(kw_only=True)
@@ -127,18 +111,9 @@ class GeneratedSample:
             # in tool_selection
             tool_names=tuple(extra.get("tool_selection") or (extra.get("tools_kwargs") or {}).keys()),
             interaction=bootcamp.get("interaction"),
-            versions=_versions(bootcamp.get("versions")),
+            versions=dict(bootcamp.get("versions") or {}) if isinstance(bootcamp.get("versions"), dict) else {},
             style=record["reward_model"].get("style", "rule"),
         )
-
-
-def _versions(value: Any) -> dict:
-    if isinstance(value, str):  # JSON text, as verl's parquet export writes it
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
-    return dict(value) if isinstance(value, dict) else {}
 
 
 @attrs.define(kw_only=True)

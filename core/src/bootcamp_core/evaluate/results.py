@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bootcamp_core.data.io import AtomicFile, dumps
+from bootcamp_core.data.io import AtomicFile, dumps, jsonl_lines
 from bootcamp_core.data.records import EpisodeResult
 from bootcamp_core.episode.engine import episode_id
 from bootcamp_core.evaluate.secrets import Redactor
@@ -77,17 +77,11 @@ class ResultsWriter:
 
 def iter_result_lines(path: str | os.PathLike) -> Iterator[dict]:
     """Parsed lines of a results file; an unreadable line (cut by a kill) is skipped with a warning."""
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                logger.warning("%s:%d: unreadable result line skipped (cut off by a crash?)", path, number)
-                continue
-            if isinstance(data, dict):
-                yield data
+    for line in jsonl_lines(path):
+        if line.error is None:
+            yield line.value
+        elif line.error.startswith("not valid JSON"):
+            logger.warning("%s:%d: unreadable result line skipped (cut off by a crash?)", path, line.number)
 
 
 def prepare_resume(path: str | os.PathLike) -> tuple[set[str], dict]:
@@ -106,17 +100,12 @@ def prepare_resume(path: str | os.PathLike) -> tuple[set[str], dict]:
     if not path.is_file():
         raise ConfigError(f"resume_from {path}: not a file", field="resume_from")
     finished: set[str] = set()
-    with open(path, encoding="utf-8") as source, AtomicFile(path) as target:
-        for line in source:
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-                if not isinstance(data, dict):
-                    raise ValueError
-            except ValueError:
+    with AtomicFile(path) as target:
+        for read in jsonl_lines(path):
+            if read.error is not None:
                 counts["unreadable"] += 1
                 continue
+            data, line = read.value, read.raw
             if data.get("success") is False:
                 counts["infrastructure"] += 1
                 continue

@@ -30,8 +30,8 @@ from bootcamp_core import (
     get_registry,
     message_text,
     read_records,
-    to_json_text,
 )
+from bootcamp_core.data.schema import RECORD_SCHEMA, Field, RecordSchema
 from bootcamp_verl.schemas import VerlSchema, verl_schema
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "ExportResult",
     "export_datasets",
     "integration_overrides",
+    "verl_record_schema",
 ]
 
 #: The ``agent_name`` every exported row carries: our agent loop's name in agent_loop_config.yaml.
@@ -83,6 +84,8 @@ class ExportOptions:
     #: defaults of run_main_ppo.sh (each an environment variable there)
     model_path: str = "Qwen/Qwen2.5-3B-Instruct"
     rollout_name: str = "sglang"
+    #: the schema of the records read (an extension of RECORD_SCHEMA carries its fields into the export)
+    record_schema: RecordSchema = RECORD_SCHEMA
 
     @property
     def parallel_calls(self) -> int:
@@ -118,16 +121,16 @@ class _Tool:
 
 
 # ------------------------------------------------------------------------------------------------- reading
-def _samples(path: Path) -> Iterable[tuple[int, GeneratedSample]]:
-    """(position, sample) of every record of ``path``; a record that is not a bootcamp's is an error."""
+def _samples(path: Path, schema: RecordSchema = RECORD_SCHEMA) -> Iterable[tuple[int, GeneratedSample, dict]]:
+    """(position, sample, record) of every record of ``path``; a record that is not a bootcamp's is an error."""
     try:
-        for position, record in enumerate(read_records(path)):
+        for position, record in enumerate(read_records(path, schema=schema)):
             try:
-                sample = GeneratedSample.from_record(record, copy_record=False)
+                sample = GeneratedSample.from_record(record)
             except (KeyError, TypeError, ValueError) as error:
                 detail = f"missing {error}" if isinstance(error, KeyError) else str(error)
                 raise ConfigError(f"{path}: record {position}: {detail}") from None
-            yield position, sample
+            yield position, sample, record
     except (OSError, ValueError) as error:
         if isinstance(error, ConfigError):
             raise
@@ -189,19 +192,21 @@ def _tool_schemas(tool_ids: dict[str, str], options: ExportOptions,
 class _Survey:
     tools: dict[str, _Tool]  # Tool.name -> tool
     records: int
-    with_interaction: bool
 
 
 def _survey(paths: Sequence[Path], options: ExportOptions, registry: Registry) -> _Survey:
     """Every tool the datasets use, by Tool.name; checks every record, and that no two tools share a name."""
+    exported = verl_record_schema(options.record_schema)
     first_seen: dict[str, str] = {}  # tool id -> where it was first seen
     names: dict[str, str] = {}  # tool id -> Tool.name
     count = 0
-    with_interaction = False
     for path in paths:
-        for position, sample in _samples(path):
+        for position, sample, record in _samples(path, options.record_schema):
             count += 1
-            with_interaction = with_interaction or bool(sample.interaction)
+            unknown = exported.unknown_keys(record)
+            if unknown:  # refused before any write: Parquet has no column for them
+                raise ConfigError(f"{path}: record {position}: {', '.join(unknown)} not in the record schema; the "
+                                  "export would drop it (pass a record schema that names it)")
             _prompt(sample, f"{path}: record {position}", options.system_prompt)  # refused before any write
             for tool_id, name in zip(sample.tools, sample.tool_names):
                 first_seen.setdefault(tool_id, f"{path}: record {position}")
@@ -233,7 +238,7 @@ def _survey(paths: Sequence[Path], options: ExportOptions, registry: Registry) -
             # the schema in the tool config does not say it; the adapter needs it to serialize calls
             config["parallel_safe"] = parallel_safe[tool_id]
         by_name[name] = _Tool(tool_id, name, fitted, config)
-    return _Survey(by_name, count, with_interaction)
+    return _Survey(by_name, count)
 
 
 def _warnings(tools: dict[str, _Tool]) -> list[str]:
@@ -255,38 +260,13 @@ def _warnings(tools: dict[str, _Tool]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------- parquet
-def _parquet_schema(tool_names: Sequence[str], with_interaction: bool):
-    import pyarrow as pa
-
-    string = pa.string()
-    extra = [
-        ("index", pa.int64()),
-        ("split", string),
-        ("generator_name", string),
-        ("need_tools_kwargs", pa.bool_()),
-    ]
-    if tool_names:  # Parquet cannot hold a struct without fields; verl defaults tools_kwargs to {}
-        create = pa.struct([("create_kwargs", pa.struct([("identity", string)]))])
-        extra.append(("tools_kwargs", pa.struct([(name, create) for name in tool_names])))
-    if with_interaction:
-        extra.append(("interaction_kwargs", pa.struct([("name", string), ("identity", string)])))
-    extra += [
-        ("bootcamp", pa.struct([
-            ("generator", string),
-            ("tools", pa.list_(string)),
-            ("interaction", string),
-            ("reward", string),
-            ("versions", string),  # JSON text: distributions differ between bootcamps
-        ])),
-        ("tool_selection", pa.list_(string)),
-    ]
-    return pa.schema([
-        ("data_source", string),
-        ("agent_name", string),
-        ("prompt", pa.list_(pa.struct([("role", string), ("content", string)]))),
-        ("reward_model", pa.struct([("ground_truth", string), ("style", string)])),
-        ("extra_info", pa.struct(extra)),
-    ])
+def verl_record_schema(schema: RecordSchema = RECORD_SCHEMA) -> RecordSchema:
+    """The schema of an exported row: the record's, plus the columns verl reads (``agent_name``: the agent loop of
+    the row; ``extra_info.tool_selection``: the record's own tools, since ``tools_kwargs`` holds every tool of the
+    export); its prompt is text only, as verl's chat template takes it."""
+    return (schema.replace("prompt", Field("prompt", "text_messages"))
+            .extend("", Field("agent_name", "text", doc="the agent loop of agent_loop_config.yaml"))
+            .extend("extra_info", Field("tool_selection", "texts", doc="the Tool.names this record uses")))
 
 
 def _prompt(sample: GeneratedSample, where: str, system_prompt: str | None) -> list[dict]:
@@ -301,58 +281,40 @@ def _prompt(sample: GeneratedSample, where: str, system_prompt: str | None) -> l
     return messages
 
 
-def _row(sample: GeneratedSample, where: str, tool_names: Sequence[str], with_interaction: bool,
+def _row(record: dict, sample: GeneratedSample, where: str, tool_names: Sequence[str], schema: RecordSchema,
          options: ExportOptions) -> dict:
-    identity = to_json_text(sample.identity)
-    extra: dict[str, Any] = {
-        "index": sample.index,
-        "split": sample.split,
-        "generator_name": sample.generator_name,
-        "need_tools_kwargs": bool(sample.tool_names),
-    }
-    if tool_names:
-        # every tool of the export gets an entry, so verl never finds a null where it expects a tool's kwargs;
-        # tool_selection says which ones this record uses
-        extra["tools_kwargs"] = {name: {"create_kwargs": {"identity": identity}} for name in tool_names}
-    if with_interaction:
-        extra["interaction_kwargs"] = (
-            {"name": sample.interaction, "identity": identity} if sample.interaction else None
-        )
-    extra["bootcamp"] = {
-        "generator": sample.generator,
-        "tools": list(sample.tools),
-        "interaction": sample.interaction,
-        "reward": sample.reward,
-        "versions": to_json_text(dict(sample.versions)),
-    }
+    extra = dict(record["extra_info"])
+    # every tool of the export gets an entry, so verl never finds a null where it expects a tool's kwargs;
+    # tool_selection says which ones this record uses
+    extra["tools_kwargs"] = {name: {"create_kwargs": {"identity": sample.identity}} for name in tool_names}
+    extra["need_tools_kwargs"] = bool(sample.tool_names)
     extra["tool_selection"] = list(sample.tool_names)
-    return {
-        "data_source": sample.data_source,
-        "agent_name": AGENT_NAME,
-        "prompt": _prompt(sample, where, options.system_prompt),
-        "reward_model": {"ground_truth": identity, "style": sample.style},
-        "extra_info": extra,
-    }
+    return schema.to_row({**record, "prompt": _prompt(sample, where, options.system_prompt), "extra_info": extra,
+                          "agent_name": AGENT_NAME}, tool_names)
 
 
-def _write_parquet(source: Path, target: Path, schema, tool_names: Sequence[str], with_interaction: bool,
+def _write_parquet(source: Path, target: Path, schema: RecordSchema, tool_names: Sequence[str],
                    options: ExportOptions) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    arrow = schema.arrow(tool_names)
     count = 0
     with atomic_write(target, "wb") as handle:
-        writer = pq.ParquetWriter(handle, schema, compression="zstd")
+        writer = pq.ParquetWriter(handle, arrow, compression="zstd")
         try:
             rows: list[dict] = []
-            for position, sample in _samples(source):
-                rows.append(_row(sample, f"{source}: record {position}", tool_names, with_interaction, options))
+            for position, sample, record in _samples(source, options.record_schema):
+                try:
+                    rows.append(_row(record, sample, f"{source}: record {position}", tool_names, schema, options))
+                except ValueError as error:
+                    raise ConfigError(f"{source}: record {position}: {error}") from None
                 if len(rows) >= _BATCH_ROWS:
-                    writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                    writer.write_table(pa.Table.from_pylist(rows, schema=arrow))
                     count += len(rows)
                     rows = []
             if rows or not count:
-                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                writer.write_table(pa.Table.from_pylist(rows, schema=arrow))
                 count += len(rows)
         finally:
             writer.close()
@@ -491,19 +453,19 @@ def export_datasets(dataset_paths: Sequence[str | os.PathLike], output_dir: str 
     survey = _survey(train + val, options, registry)
     if not survey.records:
         raise ConfigError(f"{', '.join(map(str, train + val))}: no records")
-    tools, with_interaction = survey.tools, survey.with_interaction
+    tools = survey.tools
     tool_names = sorted(tools)
 
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
-    schema = _parquet_schema(tool_names, with_interaction)
+    schema = verl_record_schema(options.record_schema)
     records: dict[Path, int] = {}
     written: dict[Path, Path] = {}
     for source in train + val:
         target = output / f"{source.stem}.parquet"
         if target.resolve() == source.resolve():
             raise ConfigError(f"{source}: the output would replace the input; choose another --output-dir")
-        records[target] = _write_parquet(source, target, schema, tool_names, with_interaction, options)
+        records[target] = _write_parquet(source, target, schema, tool_names, options)
         written[source] = target
     train_files = [written[path] for path in train]
     val_files = [written[path] for path in val] or train_files
