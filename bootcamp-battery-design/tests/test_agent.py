@@ -12,7 +12,7 @@ import pytest
 from bootcamp_battery_design.agent import START, SearchAgent, Task
 from bootcamp_battery_design.answer import extract_design
 from bootcamp_battery_design.simulator import CellSimulator
-from bootcamp_core import EpisodeResult, Registry
+from bootcamp_core import EpisodeResult, Registry, tool_call_message
 from bootcamp_core.testing import generate_records, play_episodes
 
 
@@ -21,10 +21,6 @@ def _records(registry: Registry, count: int, seed: int | None = None) -> list[di
     if seed is not None:
         overrides["seed"] = seed
     return generate_records("battery_design", registry, overrides=overrides)
-
-
-def _play(registry: Registry, records: list[dict]) -> list[EpisodeResult]:
-    return play_episodes(records, registry)
 
 
 def _without_oracle(record: dict) -> dict:
@@ -42,7 +38,7 @@ def records(registry: Registry) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def episodes(registry: Registry, records: list[dict]) -> list[EpisodeResult]:
-    return _play(registry, records)
+    return play_episodes(records, registry)
 
 
 def test_solves_generated_tasks_within_the_budget(episodes: list[EpisodeResult]) -> None:
@@ -63,7 +59,7 @@ def test_answers_with_a_design_the_tool_simulated(episodes: list[EpisodeResult])
 def test_never_reads_the_oracle(registry: Registry, records: list[dict], episodes: list[EpisodeResult]) -> None:
     # Without any oracle in the identities, the agent plays exactly the same episodes, and the reward (which
     # simulates the answer again) gives the same scores.
-    blind = _play(registry, [_without_oracle(record) for record in records])
+    blind = play_episodes([_without_oracle(record) for record in records], registry)
     for seen, unseen in zip(episodes, blind, strict=True):
         assert unseen.messages == seen.messages and unseen.score == seen.score
 
@@ -80,12 +76,9 @@ def test_first_move_is_one_simulation_of_the_start_design(make_identity) -> None
 def _conversation(results: list, asked: list[dict] | None = None) -> list[dict]:
     messages: list[dict] = [{"role": "user", "content": "..."}]
     for index, result in enumerate(results):
-        arguments = json.dumps(asked[index] if asked else {})
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{index}", "type": "function",
-             "function": {"name": "run_battery_simulation", "arguments": arguments}}]})
+        call = tool_call_message(messages, ("run_battery_simulation", asked[index] if asked else {}))
         content = result if isinstance(result, str) else json.dumps(result)
-        messages.append({"role": "tool", "tool_call_id": f"call_{index}", "content": content})
+        messages += [call, {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"], "content": content}]
     return messages
 
 
@@ -141,7 +134,7 @@ def test_moves_towards_the_targets(make_identity) -> None:
 def test_solves_at_least_95_percent_of_40_seeded_tasks(registry: Registry, simulator: CellSimulator) -> None:
     records = _records(registry, 40, seed=2024)
     requests, hits = simulator.stats.requests, simulator.stats.cache_hits
-    results = _play(registry, records)
+    results = play_episodes(records, registry)
     solved = sum(result.score == 1.0 for result in results)
     calls = sum(result.turn_record["tool_calls"] for result in results)
     hit_rate = (simulator.stats.cache_hits - hits) / max(1, simulator.stats.requests - requests)

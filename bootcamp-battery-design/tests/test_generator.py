@@ -1,4 +1,4 @@
-"""The generator: solvable targets from a simulated hidden oracle, determinism, clear config errors, no leaks."""
+"""The generator: solvable targets from a simulated hidden oracle, clear config errors, no leaks."""
 
 from __future__ import annotations
 
@@ -52,14 +52,6 @@ def test_everything_drawn_lies_in_its_ranges(identities: list[dict]) -> None:
         assert identity["bounds"] == {"pos_thickness_m": [4e-05, 0.00014], "pos_porosity": [0.2, 0.5]}
         assert identity["budget"] == 8
     assert len({json.dumps(identity, sort_keys=True) for identity in identities}) == len(identities)
-
-
-def test_same_seed_same_task_and_only_the_given_rng_is_used(generator: CellDesignGenerator,
-                                                            identities: list[dict]) -> None:
-    random.seed(1234)
-    state = random.getstate()
-    assert generator.case_generator(random.Random(SEEDS[2])) == identities[2]
-    assert random.getstate() == state
 
 
 def test_the_prompt_states_the_task_but_never_the_oracle(generator: CellDesignGenerator,

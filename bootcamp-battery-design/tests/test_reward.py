@@ -29,6 +29,10 @@ def reward(registry: Registry) -> CellDesignReward:
         ("\\boxed{0.000085; .32}", (8.5e-05, 0.32)),
         ("first \\boxed{1e-4, 0.4} then \\boxed{9e-05, 0.3}", (9e-05, 0.3)),
         ("\\boxed {6E-5,0.25}", (6e-05, 0.25)),
+        ("\\boxed{(9e-05 m; 0.3)}", (9e-05, 0.3)),
+        # a box holding braces is no design, and not the last box either
+        ("\\boxed{9e-05, 0.3} so \\boxed{\\text{done}}", (9e-05, 0.3)),
+        ("{ \\boxed{9e-05, 0.3} }", (9e-05, 0.3)),
     ],
 )
 def test_reads_the_last_boxed_design(text: str, design: tuple[float, float]) -> None:
@@ -37,7 +41,10 @@ def test_reads_the_last_boxed_design(text: str, design: tuple[float, float]) -> 
 
 @pytest.mark.parametrize(
     "text", ["", "8.5e-05, 0.32", "\\boxed{8.5e-05}", "\\boxed{1, 2, 3}", "\\boxed{a, b}", "\\boxed{1e999, 0.3}",
-             "\\boxed{{8e-5, 0.3}}", None, 42],
+             "\\boxed{{8e-5, 0.3}}", "\\boxed{8e-5 mm, 0.3}", "\\boxed{1_0, 0.3}", "\\boxed{inf, 0.3}",
+             "\\boxed{8e-5, 0.3", None, 42,
+             # a box of spaces: read in one pass (a pattern of optional spaces took quadratic time on this)
+             "\\boxed{" + " " * 20_000 + "x}", "\\boxed{1" + " " * 20_000 + ", x}"],
 )
 def test_no_design_means_no_answer(text: object) -> None:
     assert extract_design(text) is None

@@ -11,6 +11,7 @@ from bootcamp_battery_design.cell import CellDesign, Conditions
 from bootcamp_battery_design.simulator import CellSimulator
 from bootcamp_battery_design.tools import BatterySimulationTool
 from bootcamp_core import Registry
+from bootcamp_core.testing import run_tool_calls
 
 GOOD = {"pos_thickness": 7.56e-05, "pos_porosity": 0.335}  # 279.4 Wh/kg, 312.0 K at 1C, 298.15 K, h=10
 
@@ -21,14 +22,9 @@ def tool(registry: Registry) -> BatterySimulationTool:
 
 
 def _calls(tool: BatterySimulationTool, identity: dict, calls: list[dict]) -> list[tuple[str, float, dict]]:
-    async def run() -> list[tuple[str, float, dict]]:
-        instance = await tool.create(None, identity=identity)
-        try:
-            return [await tool.execute(instance, dict(call)) for call in calls]
-        finally:
-            await tool.release(instance)
-
-    return anyio.run(run)
+    """The calls of one episode, in order (then calc_reward and release)."""
+    results, _ = run_tool_calls(tool, identity, calls)
+    return results
 
 
 def test_reports_a_simulated_design_against_the_targets(make_identity, tool: BatterySimulationTool,
@@ -118,7 +114,27 @@ def test_episodes_have_their_own_budgets_and_scores(make_identity, tool: Battery
     assert scores == (1.0, 0.0)
 
 
-def test_the_budget_falls_back_to_the_tool_config(make_identity, ) -> None:
+def test_creating_an_episode_again_does_not_refill_its_budget(make_identity, tool: BatterySimulationTool) -> None:
+    # verl creates each tool per trajectory and a tool server answers a repeated create: neither hands out new calls
+    identity = make_identity(budget=2)
+
+    async def run() -> list[str]:
+        instance = await tool.create("episode-1", identity=identity)
+        texts = [(await tool.execute(instance, dict(GOOD)))[0]]
+        assert await tool.create("episode-1", identity=identity) == instance
+        texts += [(await tool.execute(instance, dict(GOOD)))[0], (await tool.execute(instance, dict(GOOD)))[0]]
+        await tool.release(instance)
+        return texts
+
+    first, second, third = anyio.run(run)
+    assert [json.loads(text)["calls_left"] for text in (first, second)] == [1, 0]
+    assert third.startswith("Error: the simulation budget of 2 calls is used up")
+    # a released episode is over: the same id starts afresh
+    [(text, _, _)], _ = run_tool_calls(tool, identity, [GOOD], instance_id="episode-1")
+    assert json.loads(text)["calls_left"] == 1
+
+
+def test_the_budget_falls_back_to_the_tool_config(make_identity) -> None:
     identity = make_identity()
     del identity["budget"]
     tool = BatterySimulationTool(budget=1)

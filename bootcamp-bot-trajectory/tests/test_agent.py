@@ -15,7 +15,7 @@ from bootcamp_bot_trajectory.answer import find_answer
 from bootcamp_bot_trajectory.generator import TrajectoryGenerator
 from bootcamp_bot_trajectory.simulator import SIMULATION_THREADS, Simulator
 from bootcamp_bot_trajectory.tools import CheckPathTool
-from bootcamp_core import ConfigError, EpisodeResult, Registry, RolloutLimits, read_records
+from bootcamp_core import ConfigError, EpisodeResult, Registry, RolloutLimits, read_records, tool_call_message
 from bootcamp_core.testing import evaluate_with_reference, generate_dataset, generate_records, play_episodes
 
 CHECK_PATH = [CheckPathTool.openai_schema()]
@@ -25,14 +25,10 @@ def records(registry: Registry, count: int, seed: int = 42) -> list[dict]:
     return generate_records("bot_trajectory", registry, overrides={"split_samples": f"test:{count}", "seed": seed})
 
 
-def play(registry: Registry, batch: list[dict]) -> list[EpisodeResult]:
-    return play_episodes(batch, registry)
-
-
 @pytest.fixture(scope="module")
 def episodes(registry: Registry) -> list[EpisodeResult]:
     """One task of every group of the default config (hidden obstacles included), played end to end."""
-    return play(registry, records(registry, 5))
+    return play_episodes(records(registry, 5), registry)
 
 
 def test_solves_each_level_with_one_check(episodes: list[EpisodeResult]) -> None:
@@ -57,7 +53,7 @@ def test_answers_exactly_the_path_check_path_approved(episodes: list[EpisodeResu
 
 
 def test_plays_the_same_way_twice(registry: Registry, episodes: list[EpisodeResult]) -> None:
-    [again] = play(registry, records(registry, 5)[3:4])
+    [again] = play_episodes(records(registry, 5)[3:4], registry)
     assert again.messages == episodes[3].messages
 
 
@@ -85,12 +81,10 @@ def test_answers_without_checking_when_no_checks_are_left(identity: dict) -> Non
 
 def _rejected(waypoints: list, calls: int) -> list[dict]:
     messages: list[dict] = [{"role": "user", "content": "..."}]
-    for index in range(calls):
-        messages += [
-            {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{index}", "type": "function", "function": {
-                "name": "check_path", "arguments": json.dumps({"waypoints": waypoints})}}]},
-            {"role": "tool", "tool_call_id": f"c{index}", "content": "Collision ...\nVerdict: not a solution yet."},
-        ]
+    for _ in range(calls):
+        call = tool_call_message(messages, ("check_path", {"waypoints": waypoints}))
+        messages += [call, {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"],
+                            "content": "Collision ...\nVerdict: not a solution yet."}]
     return messages
 
 

@@ -1,8 +1,7 @@
-"""The generator: determinism, a witness that provably clears the scene, the difficulty knobs, nothing leaked."""
+"""The generator: a witness that provably clears the scene, the difficulty knobs, nothing leaked."""
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from importlib import resources
@@ -16,7 +15,7 @@ from bootcamp_bot_trajectory.judge import judge_path
 from bootcamp_bot_trajectory.robot import UPPER_LIMITS, Box, Task, path_samples
 from bootcamp_bot_trajectory.simulator import Simulator, simulator
 from bootcamp_core import ConfigError, GenerationError, Registry
-from bootcamp_core.testing import generate_records
+from bootcamp_core.testing import draws, generate_records
 
 LEVELS = yaml.safe_load((resources.files("bootcamp_bot_trajectory") / "configs" / "default.yaml").read_text())[
     "instruction_generators"
@@ -24,27 +23,10 @@ LEVELS = yaml.safe_load((resources.files("bootcamp_bot_trajectory") / "configs" 
 PER_LEVEL = 4
 
 
-def draws(generator: TrajectoryGenerator, seed: int, count: int) -> list[tuple[dict, str]]:
-    rng = random.Random(seed)
-    found = []
-    for _ in range(count):
-        identity = generator.case_generator(rng)
-        found.append((identity, generator.prompt_func(identity, rng)))
-    return found
-
-
 @pytest.fixture(scope="module")
 def cases() -> dict[str, list[tuple[dict, str]]]:
     """A few tasks of every level of the default config."""
     return {level: draws(TrajectoryGenerator(**group["config"]), 11, PER_LEVEL) for level, group in LEVELS.items()}
-
-
-def test_same_seed_same_tasks_and_prompts() -> None:
-    generator = TrajectoryGenerator(**LEVELS["level_3"]["config"])
-    first = draws(generator, 5, 3)
-    assert draws(generator, 5, 3) == first
-    assert draws(TrajectoryGenerator(**LEVELS["level_3"]["config"]), 5, 3) == first
-    assert draws(generator, 6, 3) != first
 
 
 def test_a_task_does_not_depend_on_what_the_client_did_before() -> None:
@@ -58,14 +40,12 @@ def test_a_task_does_not_depend_on_what_the_client_did_before() -> None:
         fresh.close()
 
 
-
 def test_identity_shape(cases: dict[str, list[tuple[dict, str]]]) -> None:
     for level, group in LEVELS.items():
         config = {**DEFAULTS, **group["config"]}
         for identity, _ in cases[level]:
             assert set(identity) == {"start", "target", "tolerance", "obstacles", "floor", "hidden_obstacles",
                                      "resolution", "budget", "witness"}
-            assert json.loads(json.dumps(identity, allow_nan=False)) == identity
             assert config["min_obstacles"] <= len(identity["obstacles"]) <= config["max_obstacles"]
             for box in identity["obstacles"]:
                 assert all(config["min_half_extent"] - 1e-3 <= half <= config["max_half_extent"] + 1e-3

@@ -10,6 +10,7 @@ import pytest
 from bootcamp_bot_trajectory.generator import TrajectoryGenerator
 from bootcamp_bot_trajectory.tools import CheckPathTool, ForwardKinematicsTool
 from bootcamp_core import Registry
+from bootcamp_core.testing import run_tool_calls
 
 HALF_PI = 1.5708
 REACHING_X = [0.0, HALF_PI, 0.0, 0.0, 0.0, 0.0, 0.0]  # end effector at (0.901, 0, 0.36)
@@ -26,16 +27,9 @@ def checker(registry: Registry) -> CheckPathTool:
 
 
 def run(tool, identity: dict, *calls: object) -> list[tuple[str, float, dict]]:
-    """Calls of one episode, in order, then release."""
-
-    async def episode() -> list[tuple[str, float, dict]]:
-        instance_id = await tool.create(None, identity=identity)
-        try:
-            return [await tool.execute(instance_id, call) for call in calls]
-        finally:
-            await tool.release(instance_id)
-
-    return asyncio.run(episode())
+    """Calls of one episode, in order (then calc_reward and release)."""
+    results, _ = run_tool_calls(tool, identity, calls)
+    return results
 
 
 def test_schemas_are_valid_and_strict() -> None:
@@ -54,7 +48,7 @@ def test_forward_kinematics_reports_position_and_distance(kinematics, identity_f
     assert text == (
         "End effector at (0.9010, 0.0000, 0.3600), 0.1000 m from the target.\nforward_kinematics calls left: 4."
     )
-    assert (step, metrics) == (0.0, {"calls": 1, "left": 4, "refused": 0})
+    assert (step, metrics) == (0.0, {"calls": 1, "calls_left": 4, "refused": 0, "invalid": 0})
 
 
 @pytest.mark.parametrize(
@@ -72,7 +66,7 @@ def test_forward_kinematics_reports_position_and_distance(kinematics, identity_f
 def test_forward_kinematics_bad_input_is_explained_and_free(kinematics, identity_for, arguments, message) -> None:
     [(text, step, metrics)] = run(kinematics, identity_for(), arguments)
     assert text.startswith("Error: ") and message in text and text.endswith("This call was not counted.")
-    assert (step, metrics) == (0.0, {"calls": 0, "left": 5, "refused": 1})
+    assert (step, metrics) == (0.0, {"calls": 0, "calls_left": 5, "refused": 0, "invalid": 1})
 
 
 def test_the_budget_is_enforced(kinematics, identity_for) -> None:
@@ -86,7 +80,7 @@ def test_the_budget_is_enforced(kinematics, identity_for) -> None:
     for text in texts[3:]:
         assert text == ("Error: the budget of 2 forward_kinematics calls for this task is used up; nothing was run. "
                         "Give your final answer.")
-    assert results[-1][2] == {"calls": 2, "left": 0, "refused": 3}
+    assert results[-1][2] == {"calls": 2, "calls_left": 0, "refused": 2, "invalid": 1}
 
 
 def test_concurrent_calls_cannot_overdraw_the_budget(checker, identity_for) -> None:
@@ -96,7 +90,7 @@ def test_concurrent_calls_cannot_overdraw_the_budget(checker, identity_for) -> N
         instance_id = await checker.create(None, identity=identity)
         calls = [checker.execute(instance_id, {"waypoints": [[0.0] * 7, REACHING_X]}) for _ in range(8)]
         texts = [text for text, _, _ in await asyncio.gather(*calls)]
-        assert checker.state(instance_id)["calls"] == 3
+        assert checker.budget.used(instance_id) == 3
         await checker.release(instance_id)
         return texts
 
@@ -120,6 +114,32 @@ def test_budgets_are_per_episode(kinematics, identity_for) -> None:
     asyncio.run(episodes())
 
 
+def test_creating_an_episode_again_does_not_refill_its_budget(kinematics, checker, identity_for) -> None:
+    # verl creates each tool per trajectory and a tool server answers a repeated create: neither hands out new calls
+    identity = identity_for(budget={"forward_kinematics": 2, "check_path": 1})
+    call = {"joint_angles": [0.0] * 7}
+
+    async def episode() -> list[str]:
+        texts = []
+        for tool, arguments in ((kinematics, call), (checker, {"waypoints": [[0.0] * 7, REACHING_X]})):
+            instance_id = await tool.create("episode-1", identity=identity)
+            texts.append((await tool.execute(instance_id, arguments))[0])
+            assert await tool.create("episode-1", identity=identity) == instance_id
+            texts.append((await tool.execute(instance_id, arguments))[0])
+            texts.append((await tool.execute(instance_id, arguments))[0])
+            await tool.release(instance_id)
+        return texts
+
+    texts = asyncio.run(episode())
+    assert texts[0].endswith("forward_kinematics calls left: 1.") and texts[1].endswith("calls left: 0.")
+    assert texts[2].startswith("Error: the budget of 2 forward_kinematics calls for this task is used up")
+    assert texts[3].endswith("check_path calls left: 0.")
+    assert [text.startswith("Error: the budget of 1 check_path calls") for text in texts[4:]] == [True, True]
+    # a released episode is over: the same id starts afresh
+    [(text, _, _)], _ = run_tool_calls(kinematics, identity, [call], instance_id="episode-1")
+    assert text.endswith("forward_kinematics calls left: 1.")
+
+
 def test_check_path_reports_a_clear_solving_path(checker, identity_for) -> None:
     [(text, _, metrics)] = run(checker, identity_for(), {"waypoints": [[0.0] * 7, REACHING_X]})
     assert text.splitlines() == [
@@ -131,7 +151,7 @@ def test_check_path_reports_a_clear_solving_path(checker, identity_for) -> None:
         "Verdict: this path solves the task.",
         "check_path calls left: 2.",
     ]
-    assert metrics == {"calls": 1, "left": 2, "refused": 0}
+    assert metrics == {"calls": 1, "calls_left": 2, "refused": 0, "invalid": 0}
 
 
 def test_check_path_names_the_first_collision_and_what_it_hit(checker, identity_for) -> None:
@@ -176,7 +196,7 @@ def test_check_path_floor_and_self_collisions(checker, identity_for) -> None:
 def test_check_path_bad_input_is_explained_and_free(checker, identity_for, arguments, message) -> None:
     [(text, step, metrics)] = run(checker, identity_for(), arguments)
     assert text.startswith("Error: ") and message in text and "not counted" in text
-    assert (step, metrics) == (0.0, {"calls": 0, "left": 3, "refused": 1})
+    assert (step, metrics) == (0.0, {"calls": 0, "calls_left": 3, "refused": 0, "invalid": 1})
 
 
 def test_many_limit_violations_are_summarised(checker, identity_for) -> None:

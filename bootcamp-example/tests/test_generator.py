@@ -1,8 +1,7 @@
-"""The arithmetic generator: determinism, identity shape, levels of the default config, prompt, config errors."""
+"""The arithmetic generator: identity shape and exact values, levels of the default config, prompt, config errors."""
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
@@ -12,6 +11,7 @@ import pytest
 import yaml
 
 from bootcamp_core import ConfigError, GenerationError, Registry
+from bootcamp_core.testing import draws
 from bootcamp_example.answer import ANSWER_FORMAT
 from bootcamp_example.arithmetic import evaluate
 from bootcamp_example.generator import ArithmeticGenerator
@@ -20,28 +20,8 @@ DEFAULT_CONFIG = yaml.safe_load((resources.files("bootcamp_example") / "configs"
 LEVELS = DEFAULT_CONFIG["instruction_generators"]
 
 
-def draws(generator: ArithmeticGenerator, seed: int, count: int = 20) -> list[tuple[dict, str]]:
-    rng = random.Random(seed)
-    result = []
-    for _ in range(count):
-        identity = generator.case_generator(rng)
-        result.append((identity, generator.prompt_func(identity, rng)))
-    return result
-
-
-def test_same_seed_same_identities_and_prompts(registry: Registry) -> None:
-    generator = registry.component("generator", "example/arithmetic")
-    assert draws(generator, 7) == draws(generator, 7)
-    assert draws(ArithmeticGenerator(**LEVELS["level_5"]["config"]), 7, 5) == draws(
-        ArithmeticGenerator(**LEVELS["level_5"]["config"]), 7, 5
-    )
-
-
-def test_different_seeds_differ() -> None:
-    generator = ArithmeticGenerator()
-    assert draws(generator, 1) != draws(generator, 2)
-    assert len({identity["expression"] for identity, _ in draws(generator, 1, 200)}) == 200
-
+def test_expressions_vary_from_draw_to_draw() -> None:
+    assert len({identity["expression"] for identity, _ in draws(ArithmeticGenerator(), 1, 200)}) == 200
 
 
 def test_identity_shape_and_exact_value() -> None:
@@ -53,7 +33,6 @@ def test_identity_shape_and_exact_value() -> None:
         assert identity["tolerance"] == 1e-6
         # the exact rational value, rounded once to float
         assert identity["expected_result"] == float(evaluate(identity["expression"]))
-        assert json.loads(json.dumps(identity, allow_nan=False)) == identity
 
 
 def test_default_config_groups() -> None:

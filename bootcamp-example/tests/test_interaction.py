@@ -7,35 +7,16 @@ import asyncio
 import pytest
 
 from bootcamp_core import Registry
+from bootcamp_core.testing import converse
 from bootcamp_example.answer import ANSWER_FORMAT
 from bootcamp_example.interaction import FeedbackInteraction
 
 IDENTITY = {"expression": "123 + 456 * 789 / 12", "expected_result": 30105.0, "tolerance": 1e-8}
-PROMPT = {"role": "user", "content": "Compute 123 + 456 * 789 / 12."}
+PROMPT = "Compute 123 + 456 * 789 / 12."
 
 
-def answer(value: object) -> dict:
-    return {"role": "assistant", "content": f'```json\n{{"result": {value}}}\n```'}
-
-
-def play(interaction: FeedbackInteraction, turns: list[dict]) -> tuple[list[tuple], float]:
-    """Each assistant turn in order, judged; returns every (terminate, feedback, score, extra) and the final score."""
-
-    async def episode() -> tuple[list[tuple], float]:
-        instance_id = await interaction.start_interaction(None, identity=IDENTITY)
-        messages, results = [PROMPT], []
-        for turn in turns:
-            messages.append(turn)
-            result = await interaction.generate_response(instance_id, list(messages))
-            results.append(result)
-            messages.append({"role": "user", "content": result[1]})
-        score = await interaction.calculate_score(instance_id)
-        await interaction.finalize_interaction(instance_id)
-        assert instance_id not in interaction.instances
-        await interaction.finalize_interaction(instance_id)  # twice is harmless
-        return results, score
-
-    return asyncio.run(episode())
+def answer(value: object) -> str:
+    return f'```json\n{{"result": {value}}}\n```'
 
 
 @pytest.fixture
@@ -44,76 +25,88 @@ def interaction(registry: Registry) -> FeedbackInteraction:
 
 
 def test_no_answer_asks_for_the_format(interaction: FeedbackInteraction) -> None:
-    results, score = play(interaction, [{"role": "assistant", "content": "Let me think about it."}])
-    terminate, feedback, turn_score, extra = results[0]
-    assert (terminate, turn_score, extra) == (False, 0.0, {"attempts": 0, "unanswered": 1})
-    assert ANSWER_FORMAT in feedback
+    responses, score = converse(interaction, IDENTITY, "Let me think about it.", prompt=PROMPT)
+    assert responses == [
+        (False, f"I could not find a final answer. Give it in exactly this form:\n\n{ANSWER_FORMAT}", 0.0,
+         {"attempts": 0, "unanswered": 1}),
+    ]
     assert score == 0.0
 
 
 def test_turns_without_an_answer_end_the_episode_after_max_unanswered() -> None:
-    silent = {"role": "assistant", "content": "Still thinking."}
-    results, _ = play(FeedbackInteraction(max_unanswered=2), [silent, silent])
-    assert [result[0] for result in results] == [False, True]
-    assert results[-1][3] == {"attempts": 0, "unanswered": 2}
-    results, _ = play(FeedbackInteraction(), [silent, answer(1), silent, silent])
-    assert [result[0] for result in results] == [False, False, False, True]
+    responses, _ = converse(FeedbackInteraction(max_unanswered=2), IDENTITY, "Still thinking.", "Still thinking.")
+    assert [response[0] for response in responses] == [False, True]
+    assert responses[-1][1:] == ("No final answer was given; the episode ends.", 0.0, {"attempts": 0, "unanswered": 2})
+    responses, _ = converse(FeedbackInteraction(), IDENTITY, "Still thinking.", answer(1), "hmm", "hmm")
+    assert [response[0] for response in responses] == [False, False, False, True]
 
 
 def test_right_answer_ends_the_episode(interaction: FeedbackInteraction) -> None:
-    results, score = play(interaction, [answer(30105)])
-    assert results == [(True, "Correct.", 1.0, {"attempts": 1})]
+    responses, score = converse(interaction, IDENTITY, answer(30105), prompt=PROMPT)
+    assert responses == [(True, "Correct.", 1.0, {"attempts": 1})]
     assert score == 1.0
 
 
 def test_wrong_answer_gets_a_hint_without_the_value(interaction: FeedbackInteraction) -> None:
-    results, score = play(interaction, [answer(30104)])
-    terminate, feedback, turn_score, extra = results[0]
-    assert (terminate, turn_score, extra) == (False, 0.0, {"attempts": 1})
-    assert "not correct" in feedback and "calculator" in feedback and "2 attempts left" in feedback
-    assert "30105" not in feedback
+    responses, score = converse(interaction, IDENTITY, answer(30104), prompt=PROMPT)
+    hint = ("That is not correct. Check your work: use the `calculator` tool on sub-expressions (each product or "
+            "quotient first, then the sums), or on the whole expression, and answer again in the same form. "
+            "2 attempts left.")
+    assert responses == [(False, hint, 0.0, {"attempts": 1})]
+    assert "30105" not in responses[0][1]
     assert score == 0.0
 
 
 def test_retry_after_a_wrong_answer(interaction: FeedbackInteraction) -> None:
-    results, score = play(interaction, [answer(1), {"role": "assistant", "content": "hmm"}, answer(30105)])
-    assert [result[0] for result in results] == [False, False, True]
-    assert [result[2] for result in results] == [0.0, 0.0, 1.0]
+    responses, score = converse(interaction, IDENTITY, answer(1), "hmm", answer(30105))
+    assert [response[0] for response in responses] == [False, False, True]
+    assert [response[2] for response in responses] == [0.0, 0.0, 1.0]
+    assert responses[0][1].endswith("2 attempts left.")
     assert score == 1.0
 
 
 def test_max_attempts_ends_the_episode(interaction: FeedbackInteraction) -> None:
-    results, score = play(interaction, [answer(1), answer(2), answer(3)])
-    assert [result[0] for result in results] == [False, False, True]
-    assert results[-1][3] == {"attempts": 3}
-    assert "no attempts are left" in results[-1][1]
+    responses, score = converse(interaction, IDENTITY, answer(1), answer(2), answer(3))
+    assert [response[0] for response in responses] == [False, False, True]
+    assert responses[1][1].endswith("1 attempt left.")
+    assert responses[-1][1:] == ("That is not correct, and no attempts are left.", 0.0, {"attempts": 3})
     assert score == 0.0
 
 
 def test_max_attempts_is_configurable() -> None:
-    results, _ = play(FeedbackInteraction(max_attempts=1), [answer(1)])
-    assert results[0][0] is True
+    responses, _ = converse(FeedbackInteraction(max_attempts=1), IDENTITY, answer(1))
+    assert responses[0][0] is True
+
+
+def test_an_answer_within_the_tolerance_is_correct(interaction: FeedbackInteraction) -> None:
+    identity = {**IDENTITY, "tolerance": 1e-3}
+    assert converse(interaction, identity, answer(30120))[0][0][1] == "Correct."
+    assert converse(interaction, identity, answer(30140))[0][0][1].startswith("That is not correct.")
 
 
 def test_judges_the_last_assistant_message_and_content_parts(interaction: FeedbackInteraction) -> None:
-    parts = {"role": "assistant", "content": [{"type": "text", "text": '```json\n{"result": 30105.0}\n```'}]}
-    results, score = play(interaction, [parts])
-    assert results[0][:3] == (True, "Correct.", 1.0)
+    parts = {"content": [{"type": "text", "text": '```json\n{"result": 30105.0}\n```'}]}
+    responses, score = converse(interaction, IDENTITY, parts)
+    assert responses[0][:3] == (True, "Correct.", 1.0) and score == 1.0
 
     async def trailing_tool_message() -> tuple:
         instance_id = await interaction.start_interaction(None, identity=IDENTITY)
-        messages = [PROMPT, answer(30105), {"role": "tool", "content": '{"result": 1}'}]
-        return await interaction.generate_response(instance_id, messages)
+        messages = [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": answer(30105)},
+                    {"role": "tool", "content": '{"result": 1}'}]
+        response = await interaction.generate_response(instance_id, messages)
+        await interaction.finalize_interaction(instance_id)
+        return response
 
     assert asyncio.run(trailing_tool_message())[0] is True
 
 
 def test_episodes_are_independent(interaction: FeedbackInteraction) -> None:
     async def episodes() -> tuple[float, float]:
+        prompt = {"role": "user", "content": PROMPT}
         first = await interaction.start_interaction(None, identity=IDENTITY)
         second = await interaction.start_interaction(None, identity={**IDENTITY, "expected_result": 1.0})
-        await interaction.generate_response(first, [PROMPT, answer(30105)])
-        await interaction.generate_response(second, [PROMPT, answer(30105)])
+        await interaction.generate_response(first, [prompt, {"role": "assistant", "content": answer(30105)}])
+        await interaction.generate_response(second, [prompt, {"role": "assistant", "content": answer(30105)}])
         scores = await interaction.calculate_score(first), await interaction.calculate_score(second)
         await interaction.finalize_interaction(first)
         await interaction.finalize_interaction(second)

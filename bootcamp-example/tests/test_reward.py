@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from bootcamp_core import Registry
@@ -38,6 +40,13 @@ def test_extracts_the_last_result(reward: ArithmeticReward, output: str, value: 
 )
 def test_extracts_nothing_from_text_without_a_result(reward: ArithmeticReward, output: object) -> None:
     assert reward.extract_output(output) is None  # type: ignore[arg-type]
+
+
+def test_reads_megabytes_of_output_in_one_pass(reward: ArithmeticReward) -> None:
+    # long runs of spaces or digits that end in no answer: a backtracking pattern is quadratic in their length here
+    assert reward.extract_output('"result":' + " " * 1_000_000 + "x") is None
+    assert reward.extract_output('{"result": "' + "1" * 200_000 + " " * 200_000 + "x") is None
+    assert reward.extract_output(('"result": ' + " " * 100) * 10_000 + '"result":' + " " * 1000 + "7") == 7.0
 
 
 def test_right_answer_scores_one_wrong_scores_zero(reward: ArithmeticReward) -> None:
@@ -90,7 +99,7 @@ def test_soft_reward_decays_monotonically_with_distance(reward: ArithmeticReward
         reward.verify_score(f'{{"result": {expected * (1 + error)!r}}}', IDENTITY, soft=True) for error in errors
     ]
     assert scores[:3] == [1.0, 1.0, 1.0]
-    assert all(later <= earlier for earlier, later in zip(scores, scores[1:]))
+    assert all(later <= earlier for earlier, later in itertools.pairwise(scores))
     assert 0.0 < scores[4] < 1.0 and scores[4] > scores[6]
     assert scores[8:] == [0.0, 0.0, 0.0]  # 0 at 8 decades beyond the tolerance (relative error 1)
     # the hard reward gives no partial credit

@@ -65,6 +65,27 @@ def test_incomplete_or_unparsable_answers_extract_nothing(reward: ForecastReward
     assert reward.extract_output(output) is None  # type: ignore[arg-type]
 
 
+def test_reads_megabytes_of_output_in_one_pass(reward: ForecastReward, identity: dict) -> None:
+    # spaces after an unclosed fence: a pattern with a lazy body after optional blanks is cubic in their length
+    assert reward.extract_output("```" + " " * 1_000_000 + "x") is None
+    assert reward.extract_output("```json" + " \t" * 500_000) is None
+    answer = format_answer(identity["hidden"]["statements"])
+    assert reward.verify_score(("```" + " " * 100 + "```") * 10_000 + answer + "```" + " " * 100_000, identity) == 1.0
+
+
+def test_reads_the_fenced_block_forms_models_write(identity: dict) -> None:
+    hidden = identity["hidden"]["statements"]
+    body = json.dumps(hidden)
+    for text in (f"```json\n{body}\n```", f"```JSON  \n{body}```", f"``` json {body}```", f"```\n{body}\n```",
+                 f"```{body}```", f"see below\n```json\n{body}\n```\nthat is all"):
+        parsed = parse_answer(text)
+        assert parsed is not None and parsed.complete, text
+    # a block in another language is not the forecast
+    assert parse_answer(f"```python\n{body}\n```") is None
+    # the last block holding any line item wins, even when a block without one follows it
+    assert parse_answer(f"```json\n{body}\n```\n```json\n{{\"note\": 1}}\n```").complete
+
+
 def test_the_hidden_year_scores_one(reward: ForecastReward, make_identity: Callable[..., dict]) -> None:
     for seed in range(30):
         identity = make_identity(seed, capex_announcement="range", noise=2.0)

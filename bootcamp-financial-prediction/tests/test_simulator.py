@@ -115,9 +115,3 @@ def test_predictability_is_positive_floored_deterministic_and_follows_the_inform
     # less guidance, wider spread of revenue-driven items
     unguided = draw_company(random.Random(11), Settings(guidance=frozenset()))
     assert predictability(unguided, 5, 256)["revenue"] > scales["revenue"]
-
-
-def test_same_seed_same_company_other_seed_other_company() -> None:
-    settings = Settings()
-    assert draw_company(random.Random(4), settings) == draw_company(random.Random(4), settings)
-    assert draw_company(random.Random(4), settings).years != draw_company(random.Random(5), settings).years

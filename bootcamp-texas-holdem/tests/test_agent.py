@@ -1,9 +1,11 @@
 """The reference agent through the real rollout engine: it beats the random bot, finishes every group's match,
-reads only the tool output, and an episode cut short scores as if the rest were folded."""
+reads only the tool output, and an episode cut short scores as if the rest were folded; a player who only folds
+scores low."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
 from importlib import resources
@@ -11,8 +13,8 @@ from importlib import resources
 import pytest
 import yaml
 
-from bootcamp_core import EpisodeResult, Registry, RolloutLimits
-from bootcamp_core.testing import generate_records, play_episodes
+from bootcamp_core import EpisodeResult, Registry, RolloutLimits, tool_call_message
+from bootcamp_core.testing import generate_records, play_episodes, scripted_policy
 from bootcamp_texas_holdem.agent import EquityPlayer, parse_decision
 from bootcamp_texas_holdem.cards import parse_cards
 from bootcamp_texas_holdem.game import MATCH_OVER, Match, MatchSettings
@@ -30,10 +32,6 @@ def records(registry: Registry, groups: list[str], count: int, seed: int = 42) -
                             overrides={"split_samples": {"test": count}})
 
 
-def play(registry: Registry, items: list[dict], limits: RolloutLimits = MATCH_LIMITS) -> list[EpisodeResult]:
-    return play_episodes(items, registry, limits=limits)
-
-
 def chips(result: EpisodeResult) -> int:
     final = next(line for message in reversed(result.messages) if message["role"] == "tool"
                  for line in message["content"].splitlines() if line.startswith(MATCH_OVER + ":"))
@@ -44,7 +42,7 @@ def chips(result: EpisodeResult) -> int:
 @pytest.fixture(scope="module")
 def against_random(registry: Registry) -> list[EpisodeResult]:
     """24 seeded 10-hand matches against the random bot."""
-    return play(registry, records(registry, ["vs_random"], 24))
+    return play_episodes(records(registry, ["vs_random"], 24), registry, limits=MATCH_LIMITS)
 
 
 def test_beats_the_random_bot_clearly(against_random: list[EpisodeResult]) -> None:
@@ -67,7 +65,7 @@ def test_plays_whole_matches_through_the_tools(against_random: list[EpisodeResul
 
 
 def test_every_default_group_plays_to_the_end(registry: Registry) -> None:
-    results = play(registry, records(registry, sorted(GROUPS), 10, seed=7))
+    results = play_episodes(records(registry, sorted(GROUPS), 10, seed=7), registry, limits=MATCH_LIMITS)
     assert {result.generator_name for result in results} == set(GROUPS)
     for result in results:
         assert result.finish_reason == "terminated" and result.success
@@ -79,15 +77,36 @@ def test_every_default_group_plays_to_the_end(registry: Registry) -> None:
 
 def test_a_match_cut_short_scores_as_folded(registry: Registry) -> None:
     (item,) = records(registry, ["vs_tight_passive"], 1)
-    (result,) = play(registry, [item], RolloutLimits())  # the engine's defaults: 10 assistant turns
+    (result,) = play_episodes([item], registry, limits=RolloutLimits())  # the defaults: 10 assistant turns
     assert result.finish_reason in ("max_assistant_turns", "max_user_turns") and result.success
     # the tools scored what was played plus folding from there on, exactly as a fresh match would replay it
     match = Match(MatchSettings.from_identity(result.ground_truth))
     for call in result.tool_calls:
         if call.name == "act":
-            match.act(**__import__("json").loads(call.arguments))
+            match.act(**json.loads(call.arguments))
     assert not match.over
     assert result.score == result.tool_scores["act"] == match.score()
+
+
+async def _folder(messages: list[dict], tools: list[dict], record: object, rng: random.Random) -> dict:
+    """Folds whenever it may, checks otherwise; looks at the table only to start."""
+    outputs = [message["content"] for message in messages if message["role"] == "tool"]
+    if not outputs:
+        return tool_call_message(messages, ("table", {}))
+    if MATCH_OVER in outputs[-1]:
+        return {"role": "assistant", "content": "Result: I folded."}
+    return tool_call_message(messages, ("act", {"action": "fold" if '{"action": "fold"}' in outputs[-1] else "check"}))
+
+
+def test_a_player_who_only_folds_scores_below_break_even_and_below_the_reference_agent(registry: Registry) -> None:
+    """It gives up its blinds. (Duplicate groups are left out: there the score is relative to a par, which may lose
+    more than the blinds.)"""
+    items = records(registry, ["vs_random", "vs_loose_aggressive"], 12, seed=11)
+    folded = play_episodes(items, registry, policy=scripted_policy(_folder), limits=MATCH_LIMITS)
+    played = play_episodes(items, registry, limits=MATCH_LIMITS)
+    assert all(result.finish_reason == "terminated" for result in folded)
+    assert all(result.score < 0.5 for result in folded)
+    assert sum(result.score for result in played) > sum(result.score for result in folded)
 
 
 def test_first_move_is_the_table_and_the_identity_is_never_read() -> None:

@@ -1,12 +1,9 @@
-"""Packaging and the plugin contract: entry point, ids, a light import, version, package data."""
+"""Packaging and the plugin's ids: every component under its namespace, the generator's wiring, package data."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from importlib import metadata, resources
+from importlib import resources
 
-import bootcamp_texas_holdem
 from bootcamp_core import Registry
 
 namespace = "texas_holdem"
@@ -14,8 +11,7 @@ namespace = "texas_holdem"
 
 def test_registers_every_component_under_its_namespace(registry: Registry) -> None:
     info = registry.namespace_plugin(namespace)
-    assert info.error is None
-    assert info.distribution == "bootcamp-texas-holdem" and info.version == bootcamp_texas_holdem.__version__
+    assert info.error is None and info.distribution == "bootcamp-texas-holdem"
     assert info.components == {
         "generator": ["texas_holdem/heads_up"],
         "tool": ["texas_holdem/table", "texas_holdem/act"],
@@ -26,26 +22,14 @@ def test_registers_every_component_under_its_namespace(registry: Registry) -> No
     assert registry.namespaces() == [namespace]
 
 
-def test_reference_agent_plays_the_generator(registry: Registry) -> None:
-    agent = registry.get_class("reference_agent", "texas_holdem/equity_player")
-    assert [registry.resolve("generator", name, namespace) for name in agent.generators] == ["texas_holdem/heads_up"]
+def test_the_generator_names_this_bootcamps_tools_interaction_and_reward(registry: Registry) -> None:
+    cls = registry.get_class("generator", "texas_holdem/heads_up")
+    assert [registry.resolve("tool", name, namespace) for name in cls.tools] == [
+        "texas_holdem/table", "texas_holdem/act"]
+    assert registry.resolve("interaction", cls.interaction, namespace) == "texas_holdem/table_feedback"
+    assert registry.resolve("reward", cls.reward, namespace) == "texas_holdem/chips"
 
 
-def test_dotted_paths_resolve_to_ids(registry: Registry) -> None:
-    assert registry.resolve("tool", "bootcamp_texas_holdem.tools.ActTool") == "texas_holdem/act"
-
-
-def test_importing_the_package_registers_nothing_and_stays_light() -> None:
-    code = ("import sys, bootcamp_texas_holdem; "
-            "print(sorted(m for m in sys.modules if m.startswith(('bootcamp', 'pluggy', 'pokerkit'))))")
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert loaded.strip() == "['bootcamp_texas_holdem', 'bootcamp_texas_holdem.__about__']"
-
-
-def test_version_entry_point_and_package_data() -> None:
-    assert metadata.version("bootcamp-texas-holdem") == bootcamp_texas_holdem.__version__
-    entry_points = metadata.entry_points(group="bootcamp", name=namespace)
-    assert [entry_point.value for entry_point in entry_points] == ["bootcamp_texas_holdem.hooks"]
-    assert "pokerkit" in " ".join(metadata.requires("bootcamp-texas-holdem"))
+def test_ships_the_preflop_table_and_the_default_config() -> None:
     files = resources.files("bootcamp_texas_holdem")
     assert (files / "data" / "preflop_equity.json").is_file() and (files / "configs" / "default.yaml").is_file()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import jsonschema
 import pytest
 
 from bootcamp_core import Registry
+from bootcamp_core.testing import outputs, run_tool_calls
 from bootcamp_texas_holdem.game import MATCH_OVER, match_score
 from bootcamp_texas_holdem.tools import _MATCHES, ActTool, TableTool
 
@@ -78,7 +80,9 @@ def test_full_match_through_the_tools(tools: tuple[TableTool, ActTool]) -> None:
         assert f"Hand {number} of 4 begins" in joined and f"Hand {number} is over" in joined
 
 
-def test_same_identity_same_match_and_no_leaks_between_episodes(tools: tuple[TableTool, ActTool]) -> None:
+def test_concurrent_episodes_each_play_their_own_match_and_leave_nothing_behind(
+    tools: tuple[TableTool, ActTool],
+) -> None:
     table, act = tools
 
     async def play(instance_id: str | None) -> list[str]:
@@ -111,11 +115,6 @@ def test_no_replays(tools: tuple[TableTool, ActTool]) -> None:
             assert "Your legal actions:" in text and step == -0.1
         assert (await table.execute(instance_id, {}))[0] == before
         assert metrics["illegal_actions"] == 5 and metrics["actions"] == 0
-        # creating the tools again for the episode joins the same match, never a fresh deal
-        await act.create(instance_id, identity=IDENTITY)
-        await act.execute(instance_id, _decide(before))
-        await table.create(instance_id, identity=IDENTITY)
-        assert (await table.execute(instance_id, {}))[0] != before
         # after the last hand nothing more can be played, and no new match starts
         text = before
         while MATCH_OVER not in text:
@@ -131,6 +130,32 @@ def test_no_replays(tools: tuple[TableTool, ActTool]) -> None:
     asyncio.run(episode())
 
 
+def test_creating_the_tools_again_joins_the_match_and_never_redeals(tools: tuple[TableTool, ActTool]) -> None:
+    """A runner may create an episode's tools more than once (verl per trajectory, a tool server on a repeated
+    create): the match, its progress and its count of refused calls go on, and nothing is dealt again."""
+    table, act = tools
+
+    async def episode() -> None:
+        instance_id = await _open(tools)
+        start = (await table.execute(instance_id, {}))[0]
+        played = (await act.execute(instance_id, _decide(start)))[0]
+        await act.execute(instance_id, {"action": "restart"})
+        for tool in (act, table, act):
+            assert await tool.create(instance_id, identity=IDENTITY) == instance_id
+        view = (await table.execute(instance_id, {}))[0]
+        assert view != start and played.splitlines()[0] in view
+        _, _, metrics = await act.execute(instance_id, {"action": "redeal"})
+        assert (metrics["actions"], metrics["illegal_actions"]) == (1, 2)
+        await _close(tools, instance_id)
+        assert instance_id not in _MATCHES
+        # a fresh episode, once every tool has released it, deals the same first view again
+        fresh = await _open(tools, instance_id)
+        assert (await table.execute(fresh, {}))[0] == start
+        await _close(tools, fresh)
+
+    asyncio.run(episode())
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -141,47 +166,40 @@ def test_no_replays(tools: tuple[TableTool, ActTool]) -> None:
         ({"action": "fly"}, "unknown action 'fly'"),
         ({}, "missing action"),
         ({"action": "call", "size": 3}, "unknown argument(s) 'size'"),
-        ("not json", "arguments are not valid JSON"),
-        ([1], "arguments must be a JSON object"),
     ],
 )
-def test_illegal_calls_are_clear_and_change_nothing(tools: tuple[TableTool, ActTool], arguments: object,
+def test_illegal_calls_are_clear_and_change_nothing(tools: tuple[TableTool, ActTool], arguments: dict,
                                                     message: str) -> None:
     table, act = tools
-
-    async def episode() -> tuple[str, float, dict, str, str, float]:
-        instance_id = await _open(tools)
-        before = (await table.execute(instance_id, {}))[0]
-        text, step, metrics = await act.execute(instance_id, arguments)  # type: ignore[arg-type]
-        after = (await table.execute(instance_id, {}))[0]
-        score = await act.calc_reward(instance_id)
-        await _close(tools, instance_id)
-        return text, step, metrics, before, after, score
-
-    text, step, metrics, before, after, score = asyncio.run(episode())
+    (refused, after), score = run_tool_calls(act, IDENTITY, [arguments, {"action": "call"}])
+    (untouched,), fresh_score = run_tool_calls(act, IDENTITY, [{"action": "call"}])
+    text, step, metrics = refused
     assert message in text and step == -0.1
     assert (metrics["illegal_actions"], metrics["actions"]) == (1, 0)
-    assert before == after
-    if "Illegal action" in text:
-        assert text.endswith(before[before.index("Hand 1 of 4, pre-flop"):])  # the legal options follow
-    assert 0.0 <= score <= 1.0
+    assert after[0] == untouched[0] and score == fresh_score  # the match went on as if the call never came
+    if "Illegal action" in text:  # the legal options follow, as the table shows them
+        (view,) = outputs(run_tool_calls(table, IDENTITY, [{}])[0])
+        assert text.endswith(view[view.index("Hand 1 of 4, pre-flop"):])
 
 
-def test_json_string_arguments_and_the_table_takes_none(tools: tuple[TableTool, ActTool]) -> None:
+def test_arguments_that_are_not_an_object(tools: tuple[TableTool, ActTool]) -> None:
     table, act = tools
 
-    async def episode() -> tuple[str, str, str]:
+    async def episode() -> list[tuple[str, float, dict]]:
         instance_id = await _open(tools)
-        played = (await act.execute(instance_id, '{"action": "call"}'))[0]  # type: ignore[arg-type]
-        refused = (await table.execute(instance_id, {"verbose": True}))[0]
-        shown = (await table.execute(instance_id, ""))[0]  # type: ignore[arg-type]
+        results = [await act.execute(instance_id, arguments)  # type: ignore[arg-type]
+                   for arguments in ("not json", [1], '{"action": "call"}')]
+        results += [await table.execute(instance_id, arguments)  # type: ignore[arg-type]
+                    for arguments in ({"verbose": True}, "")]
         await _close(tools, instance_id)
-        return played, refused, shown
+        return results
 
-    played, refused, shown = asyncio.run(episode())
-    assert played.startswith("You call 50.")
-    assert refused == "Error: unknown argument(s) 'verbose'; this tool takes: none. Nothing changed."
-    assert "Your cards:" in shown
+    bad_json, listed, played, refused, shown = asyncio.run(episode())
+    assert "arguments are not valid JSON" in bad_json[0] and "arguments must be a JSON object" in listed[0]
+    assert bad_json[1] == listed[1] == refused[1] == -0.1
+    assert played[0].startswith("You call 50.") and played[1] == 0.0  # JSON text arguments are read
+    assert refused[0] == "Error: unknown argument(s) 'verbose'; this tool takes: none. Nothing changed."
+    assert "Your cards:" in shown[0]
 
 
 def test_unfinished_match_scores_as_folded(tools: tuple[TableTool, ActTool]) -> None:
@@ -241,7 +259,6 @@ def test_unknown_episode_is_a_clear_error(tools: tuple[TableTool, ActTool]) -> N
 
 
 def test_schemas() -> None:
-    jsonschema = pytest.importorskip("jsonschema")
     validator = jsonschema.Draft202012Validator(ActTool.parameters)
     assert validator.is_valid({"action": "raise", "amount": 300})
     assert validator.is_valid({"action": "all_in"})

@@ -1,9 +1,13 @@
-"""The final-answer format ``\\boxed{thickness_m, porosity}``, shared by the prompt, the reward and the agent."""
+"""The final-answer format ``\\boxed{thickness_m, porosity}``, shared by the prompt, the reward and the agent.
+
+Model output may be megabytes of anything, so reading it takes one forward pass and ``str`` methods, never a regular
+expression that can backtrack (a pattern of optional spaces around optional brackets took seconds on a box of a few
+thousand spaces).
+"""
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 __all__ = ["ANSWER_FORMAT", "extract_design", "format_answer", "format_number"]
@@ -11,26 +15,79 @@ __all__ = ["ANSWER_FORMAT", "extract_design", "format_answer", "format_number"]
 #: How the model must give its final answer; quoted verbatim in the prompt.
 ANSWER_FORMAT = "\\boxed{pos_thickness_m, pos_porosity}"
 
-_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-# The content of a \boxed{...}: no nested braces are needed for two numbers, so none are accepted.
-_BOXED = re.compile(r"\\boxed\s*\{([^{}]*)\}")
-_PAIR = re.compile(rf"^\s*\(?\s*({_NUMBER})\s*(?:m\b)?\s*[,;]\s*({_NUMBER})\s*\)?\s*$")
+_BOXED = "\\boxed"
+#: What a number may be written with besides decimal digits; float() then decides whether it is one.
+_NUMBER_SIGNS = frozenset("+-.eE")
+
+
+def _last_box(text: str) -> str | None:
+    """The content of the last ``\\boxed{...}`` (spaces allowed before the brace) that holds no brace, or ``None``.
+
+    Boxes holding a brace are skipped: two numbers need none. The boxes are visited left to right and the searches
+    for the next brace only move forwards, so the text is read a bounded number of times whatever it holds.
+    """
+    found = None
+    next_open, next_close = text.find("{"), text.find("}")  # the first of each at or after the box being read
+    position = text.find(_BOXED)
+    while position != -1:
+        brace = position + len(_BOXED)
+        while brace < len(text) and text[brace].isspace():
+            brace += 1
+        if brace < len(text) and text[brace] == "{":
+            start = brace + 1
+            if -1 < next_open < start:
+                next_open = text.find("{", start)
+            if -1 < next_close < start:
+                next_close = text.find("}", start)
+            if next_close != -1 and (next_open == -1 or next_close < next_open):
+                found = text[start:next_close]
+                position = text.find(_BOXED, next_close + 1)
+                continue
+        position = text.find(_BOXED, position + 1)
+    return found
+
+
+def _number(text: str) -> float | None:
+    """``text`` as a number written with digits, an optional sign, point and exponent (no ``inf``, no ``1_0``)."""
+    if not text or not all(character.isdecimal() or character in _NUMBER_SIGNS for character in text):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _pair(content: str) -> tuple[float, float] | None:
+    """``a, b``, ``(a, b)``, ``a m, b`` or ``a; b`` (any spaces) as two numbers, else ``None``."""
+    content = content.strip()
+    if content.startswith("("):
+        content = content[1:].lstrip()
+    if content.endswith(")"):
+        content = content[:-1].rstrip()
+    if content.count(",") + content.count(";") != 1:
+        return None
+    separator = "," if "," in content else ";"
+    left, right = content.split(separator)
+    left = left.rstrip()
+    if left.endswith("m"):
+        left = left[:-1].rstrip()
+    thickness, porosity = _number(left), _number(right.strip())
+    if thickness is None or porosity is None:
+        return None
+    return thickness, porosity
 
 
 def extract_design(text: Any) -> tuple[float, float] | None:
     """(thickness in metres, porosity) from the last ``\\boxed{a, b}`` of the text; ``None`` if there is none."""
     if not isinstance(text, str):
         return None
-    boxes = _BOXED.findall(text)
-    if not boxes:
+    content = _last_box(text)
+    if content is None:
         return None
-    match = _PAIR.match(boxes[-1])
-    if match is None:
+    design = _pair(content)
+    if design is None or not (math.isfinite(design[0]) and math.isfinite(design[1])):
         return None
-    thickness, porosity = float(match.group(1)), float(match.group(2))
-    if not (math.isfinite(thickness) and math.isfinite(porosity)):
-        return None
-    return thickness, porosity
+    return design
 
 
 def format_number(value: float) -> str:

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from bootcamp_battery_design.cell import POROSITY_RANGE, THICKNESS_RANGE_M, CellDesign, Conditions, DesignError
 from bootcamp_battery_design.simulator import CellPerformance, get_simulator
-from bootcamp_core import Tool
+from bootcamp_core import CallBudget, Tool
 
 __all__ = ["DEFAULT_BUDGET", "BatterySimulationTool", "design_bounds", "report"]
 
@@ -79,35 +79,42 @@ class BatterySimulationTool(Tool):
     # One simulator per process does the work anyway; in order keeps the budget's count exactly as the model reads it.
     parallel_safe: ClassVar[bool] = False
 
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.budget = CallBudget()
+
     async def create(self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any) -> str:
-        """Start an episode with its whole budget left."""
+        """Start an episode with its whole budget left (creating it again does not refill the budget)."""
         instance_id = await super().create(instance_id, identity, **kwargs)
         identity = self.state(instance_id)["identity"]
-        budget = identity.get("budget", self.config.get("budget", DEFAULT_BUDGET))
-        self.state(instance_id).update(budget=int(budget), calls=0, refused=0, solved=False)
+        self.budget.open(instance_id, identity.get("budget", self.config.get("budget", DEFAULT_BUDGET)))
+        self.state(instance_id)["solved"] = False
         return instance_id
 
     async def execute(self, instance_id: str, parameters: dict, **kwargs: Any) -> tuple[str, float, dict]:
         """Simulate one design: (JSON result or ``Error:`` message, 0.0, ``{"calls", "calls_left", ...}``)."""
         state = self.state(instance_id)
-        if state["calls"] >= state["budget"]:
-            state["refused"] += 1
-            text = (f"Error: the simulation budget of {state['budget']} calls is used up; nothing was simulated. "
-                    "Give your final answer.")
-            return text, 0.0, self._metrics(state, simulated=False)
-        state["calls"] += 1
-        left = state["budget"] - state["calls"]
+        if not self.budget.take(instance_id):
+            text = (f"Error: the simulation budget of {self.budget.limit(instance_id)} calls is used up; nothing was "
+                    "simulated. Give your final answer.")
+            return text, 0.0, self._metrics(instance_id, simulated=False)
+        left = self.budget.left(instance_id)
         identity = state["identity"]
         try:
             design = self._design(parameters, identity)
             result = await get_simulator().simulate_async(design, Conditions.from_identity(identity))
         except DesignError as error:
             text = f"Error: {error}. Nothing was simulated; {left} call{'s' if left != 1 else ''} left."
-            return text, 0.0, self._metrics(state, simulated=False)
+            return text, 0.0, self._metrics(instance_id, simulated=False)
         shown = report(design, result, identity["targets"])
         state["solved"] = state["solved"] or shown["both_targets_met"]
         shown["calls_left"] = left
-        return json.dumps(shown), 0.0, self._metrics(state, simulated=True)
+        return json.dumps(shown), 0.0, self._metrics(instance_id, simulated=True)
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        """End the episode: drop its state and its budget."""
+        self.budget.close(instance_id)
+        await super().release(instance_id, **kwargs)
 
     @staticmethod
     def _design(parameters: Any, identity: dict) -> CellDesign:
@@ -122,10 +129,8 @@ class BatterySimulationTool(Tool):
         thickness, porosity = design_bounds(identity)
         return CellDesign.parse(parameters["pos_thickness"], parameters["pos_porosity"], thickness, porosity)
 
-    @staticmethod
-    def _metrics(state: dict, simulated: bool) -> dict:
-        return {"calls": state["calls"], "calls_left": state["budget"] - state["calls"], "simulated": simulated,
-                "refused": state["refused"]}
+    def _metrics(self, instance_id: str, simulated: bool) -> dict:
+        return {**self.budget.metrics(instance_id), "simulated": simulated}
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """1.0 when some design simulated in the episode met both targets, else 0.0."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bootcamp_bot_trajectory.agent import PlannerAgent
 from bootcamp_bot_trajectory.generator import TrajectoryGenerator
-from bootcamp_bot_trajectory.interaction import AnswerFeedback
+from bootcamp_bot_trajectory.interaction import TrajectoryFeedback
 from bootcamp_bot_trajectory.reward import TrajectoryReward
 from bootcamp_bot_trajectory.tools import CheckPathTool, ForwardKinematicsTool
 from bootcamp_core import Register, hookimpl
@@ -23,7 +23,7 @@ def bootcamp_register_tools(register: Register) -> None:
 
 @hookimpl
 def bootcamp_register_interactions(register: Register) -> None:
-    register(AnswerFeedback)
+    register(TrajectoryFeedback)
 
 
 @hookimpl

@@ -22,7 +22,7 @@ from bootcamp_bot_trajectory.robot import (
     parse_waypoints,
 )
 from bootcamp_bot_trajectory.simulator import simulate, simulator
-from bootcamp_core import Tool
+from bootcamp_core import CallBudget, Tool
 
 __all__ = ["CheckPathTool", "ForwardKinematicsTool"]
 
@@ -56,40 +56,48 @@ def _argument(parameters: Any, key: str) -> Any:
 
 
 class _BudgetedTool(Tool):
-    """Per-episode call counting against ``identity["budget"][name]``; subclasses parse and run one call."""
+    """Per-episode call counting against ``identity["budget"][name]``; subclasses parse and run one call.
+
+    The count lives in a :class:`CallBudget`, so creating an episode's instance again does not refill it.
+    """
 
     parallel_safe: ClassVar[bool] = True
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.budget = CallBudget()
 
     async def create(self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any) -> str:
         """Start an episode with no calls made (an identity that is not a task of this bootcamp is refused)."""
         task = Task.from_identity(identity)
         instance_id = await super().create(instance_id, identity, **kwargs)
-        self.state(instance_id).update(task=task, calls=0, refused=0)
+        self.state(instance_id).update(task=task, invalid=0)
+        self.budget.open(instance_id, task.budget.get(self.name, 0))
         return instance_id
 
-    def budget(self, state: dict) -> int:
-        return int(state["task"].budget.get(self.name, 0))
-
-    def metrics(self, state: dict) -> dict:
-        return {"calls": state["calls"], "left": self.budget(state) - state["calls"], "refused": state["refused"]}
+    def metrics(self, instance_id: str) -> dict:
+        """``{"calls", "calls_left", "refused"}`` of the budget, and ``invalid``: calls with bad arguments."""
+        return {**self.budget.metrics(instance_id), "invalid": self.state(instance_id)["invalid"]}
 
     async def execute(self, instance_id: str, parameters: dict, **kwargs: Any) -> tuple[str, float, dict]:
-        """Run one call within the budget: (the result or an ``Error:`` message, 0.0, ``{"calls", "left", ...}``)."""
+        """Run one call within the budget: (the result or an ``Error:`` message, 0.0, :meth:`metrics`)."""
         state = self.state(instance_id)
         try:
             request = self.parse(parameters, state["task"])
         except PathError as error:
-            state["refused"] += 1
-            return f"Error: {error}. This call was not counted.", 0.0, self.metrics(state)
-        budget = self.budget(state)
-        if state["calls"] >= budget:
-            state["refused"] += 1
-            return (f"Error: the budget of {budget} {self.name} calls for this task is used up; nothing was run. "
-                    "Give your final answer."), 0.0, self.metrics(state)
-        state["calls"] += 1  # counted before any await, so concurrent calls cannot overdraw the budget
+            state["invalid"] += 1
+            return f"Error: {error}. This call was not counted.", 0.0, self.metrics(instance_id)
+        # taken before any await, so concurrent calls cannot overdraw the budget
+        if not self.budget.take(instance_id):
+            return (f"Error: the budget of {self.budget.limit(instance_id)} {self.name} calls for this task is used "
+                    "up; nothing was run. Give your final answer."), 0.0, self.metrics(instance_id)
         text = await self.run(request, state["task"])
-        left = budget - state["calls"]
-        return f"{text}\n{self.name} calls left: {left}.", 0.0, self.metrics(state)
+        return f"{text}\n{self.name} calls left: {self.budget.left(instance_id)}.", 0.0, self.metrics(instance_id)
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        """End the episode: drop its state and its budget."""
+        self.budget.close(instance_id)
+        await super().release(instance_id, **kwargs)
 
     def parse(self, parameters: Any, task: Task) -> Any:
         raise NotImplementedError

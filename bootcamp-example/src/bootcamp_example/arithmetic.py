@@ -32,10 +32,12 @@ OPERATIONS = "+-*/"
 
 # Model output often carries typographic operators; accept them rather than fail on a spelling.
 _ALIASES = str.maketrans({"×": "*", "÷": "/", "−": "-", "–": "-"})
+# ``\d+(?:\.\d*)?``, not ``\d+\.?\d*``: the same numbers, but a run of digits can be split only one way, so a failed
+# match of model-written text costs linear time, not quadratic.
 _TOKEN = re.compile(
-    r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<symbol>[-+*/()])|(?P<other>\S))"
+    r"\s*(?:(?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)|(?P<symbol>[-+*/()])|(?P<other>\S))"
 )
-_NUMBER = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*\Z")
+_NUMBER = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*\Z")
 _END = "end of expression"
 
 
@@ -81,7 +83,7 @@ def apply(operation: str, left: Fraction, right: Fraction, where: str = "") -> F
 class _Parser:
     """Recursive descent over expr := term (('+'|'-') term)*, term := unary (('*'|'/') unary)*."""
 
-    __slots__ = ("tokens", "position", "depth")
+    __slots__ = ("depth", "position", "tokens")
 
     def __init__(self, tokens: list[tuple[str, str, int]]) -> None:
         self.tokens = tokens
@@ -198,7 +200,7 @@ def format_number(value: Fraction) -> str:
 class ExpressionSampler:
     """Draws flat expressions like ``123 + 456 * 789 / 12`` and their exact value rounded to float."""
 
-    __slots__ = ("min_value", "value_span", "min_operands", "operand_span", "operations", "max_draws")
+    __slots__ = ("max_draws", "min_operands", "min_value", "operand_span", "operations", "value_span")
 
     def __init__(
         self,

@@ -19,7 +19,7 @@ __all__ = ["ANSWER_FORMAT", "ParsedStatements", "format_answer", "parse_answer",
 #: How the model must give its final answer; quoted in the prompt and in feedback.
 ANSWER_FORMAT = "```json\n{" + ", ".join(f'"{key}": <number>' for key in ITEM_KEYS) + "}\n```"
 
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+_FENCE = "```"
 #: Labels a model may use instead of the keys (English or Chinese), folded to lower case without spaces.
 _ALIASES: dict[str, str] = {}
 for _item in LINE_ITEMS:
@@ -87,11 +87,40 @@ def read_statements(data: Any) -> ParsedStatements | None:
     return ParsedStatements(values, missing, tuple(invalid), tuple(unknown))
 
 
+def _skip(text: str, position: int, characters: str) -> int:
+    while position < len(text) and text[position] in characters:
+        position += 1
+    return position
+
+
+def _fenced_blocks(text: str) -> list[str]:
+    """The body of every ```` ``` ```` block, in order: after the opening fence, an optional ``json`` / ``JSON`` tag
+    between spaces or tabs and one newline; up to the next fence.
+
+    One forward pass with ``str.find``: a pattern for this (a lazy body after optional blanks) backtracks in time
+    cubic in a run of spaces after an unclosed fence, and model output can be megabytes.
+    """
+    blocks = []
+    opening = text.find(_FENCE)
+    while opening != -1:
+        start = _skip(text, opening + len(_FENCE), " \t")
+        if text.startswith(("json", "JSON"), start):
+            start = _skip(text, start + len("json"), " \t")
+        if text.startswith("\n", start):
+            start += 1
+        closing = text.find(_FENCE, start)
+        if closing == -1:  # a later fence starts inside this one, and nothing after it closes either
+            break
+        blocks.append(text[start:closing])
+        opening = text.find(_FENCE, closing + len(_FENCE))
+    return blocks
+
+
 def parse_answer(text: Any) -> ParsedStatements | None:
     """The statements of the last fenced JSON block holding any line item (or of a bare JSON text), else ``None``."""
     if not isinstance(text, str):
         return None
-    candidates = [match.group(1) for match in _FENCE.finditer(text)]
+    candidates = _fenced_blocks(text)
     if not candidates:
         candidates = [text]
     for candidate in reversed(candidates):

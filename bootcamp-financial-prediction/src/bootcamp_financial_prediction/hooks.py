@@ -5,7 +5,7 @@ from __future__ import annotations
 from bootcamp_core import Register, hookimpl
 from bootcamp_financial_prediction.agent import DriverModelAnalyst
 from bootcamp_financial_prediction.generator import ForecastGenerator
-from bootcamp_financial_prediction.interaction import AnswerFeedback
+from bootcamp_financial_prediction.interaction import ForecastFeedback
 from bootcamp_financial_prediction.reward import ForecastReward
 from bootcamp_financial_prediction.tools import CalculateMetricsTool, CheckConsistencyTool
 
@@ -23,7 +23,7 @@ def bootcamp_register_tools(register: Register) -> None:
 
 @hookimpl
 def bootcamp_register_interactions(register: Register) -> None:
-    register(AnswerFeedback)
+    register(ForecastFeedback)
 
 
 @hookimpl

@@ -5,47 +5,31 @@ The feedback never says how good the forecast is, so nothing about the hidden ye
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from bootcamp_core import Interaction, last_assistant_text
+import bootcamp_core
 from bootcamp_financial_prediction.answer import ANSWER_FORMAT, parse_answer
-from bootcamp_financial_prediction.scoring import score_forecast
+from bootcamp_financial_prediction.reward import ForecastReward
 
-__all__ = ["AnswerFeedback"]
-
-#: Turns without a well-formed forecast the interaction tolerates before it ends the episode.
-MAX_UNANSWERED = 3
+__all__ = ["AnswerFeedback", "ForecastFeedback"]
 
 
-class AnswerFeedback(Interaction):
-    """A complete forecast ends the episode and is scored; anything else gets feedback, up to ``max_unanswered``."""
+class ForecastFeedback(bootcamp_core.AnswerFeedback):
+    """A complete forecast ends the episode, scored by the reward and only acknowledged; anything else is told what is
+    wrong with it, up to ``max_unanswered`` turns."""
 
     name: ClassVar[str] = "answer_feedback"
+    reward = ForecastReward
+    max_unanswered: ClassVar[int] = 3
+    answer_format: ClassVar[str] = ANSWER_FORMAT
+    # one answer, and not a word on its score: any feedback on it would tell the model about the hidden year
+    reveal: ClassVar[bool] = False
+    received: ClassVar[str] = "Forecast received: all 21 line items read."
+    gave_up: ClassVar[str] = "No complete forecast was given; the episode ends."
 
-    async def start_interaction(
-        self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any
-    ) -> str:
-        """Start an episode with no answer given."""
-        instance_id = await super().start_interaction(instance_id, identity, **kwargs)
-        self.state(instance_id).update(unanswered=0, score=0.0)
-        return instance_id
-
-    async def generate_response(
-        self, instance_id: str, messages: list[dict], **kwargs: Any
-    ) -> tuple[bool, str, float, dict]:
-        """Judge the last assistant message: (terminate, feedback, turn score, ``{"unanswered"}``)."""
-        state = self.state(instance_id)
-        parsed = parse_answer(last_assistant_text(messages))
-        if parsed is not None and parsed.complete:
-            try:
-                state["score"] = score_forecast(parsed.values, state["identity"]).score
-            except (KeyError, TypeError, ValueError, IndexError, AttributeError):  # an identity without a hidden year
-                state["score"] = 0.0
-            return True, "Forecast received: all 21 line items read.", state["score"], {"unanswered": state["unanswered"]}
-        state["unanswered"] += 1
-        extra = {"unanswered": state["unanswered"]}
-        if state["unanswered"] >= int(self.config.get("max_unanswered", MAX_UNANSWERED)):
-            return True, "No complete forecast was given; the episode ends.", 0.0, extra
+    def unanswered_feedback(self, text: str) -> str:
+        """Whether a forecast was found at all, else the items missing or not numbers; then the required form."""
+        parsed = parse_answer(text)
         if parsed is None:
             problem = "I could not find a forecast: no fenced JSON block with the line items."
         else:
@@ -55,8 +39,8 @@ class AnswerFeedback(Interaction):
             if parsed.invalid:
                 problems.append(f"not numbers: {', '.join(parsed.invalid)}")
             problem = "The forecast is incomplete (" + "; ".join(problems) + ")."
-        return False, f"{problem} Give all 21 line items in exactly this form:\n\n{ANSWER_FORMAT}", 0.0, extra
+        return f"{problem} Give all 21 line items in exactly this form:\n\n{ANSWER_FORMAT}"
 
-    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
-        """The score of the forecast that ended the episode (0 until then)."""
-        return float(self.state(instance_id)["score"])
+
+#: The name this interaction had before it was built on :class:`bootcamp_core.AnswerFeedback`.
+AnswerFeedback = ForecastFeedback

@@ -2,8 +2,9 @@
 
 Each tool keeps only the public part of the identity (:func:`~bootcamp_financial_prediction.outlook.public_view`),
 so nothing it returns can come from the hidden year. Each allows a per-episode budget of calls (the identity's
-``tool_budget``, else the tool's ``budget`` config); calls beyond it, and calls with unusable arguments, are wasted:
-their step reward is ``-wasted_call_penalty`` and ``calc_reward`` is ``max(0, 1 - penalty × wasted calls)``.
+``tool_budget``, else the tool's ``budget`` config), kept in a :class:`~bootcamp_core.CallBudget` so that creating
+the episode again does not refill it; calls beyond it, and calls with unusable arguments, are wasted: their step
+reward is ``-wasted_call_penalty`` and ``calc_reward`` is ``max(0, 1 - penalty × wasted calls)``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from bootcamp_core import Tool
+from bootcamp_core import CallBudget, ConfigError, Tool
 from bootcamp_financial_prediction.accounting import check_statements, consistency_tolerance, ratios
 from bootcamp_financial_prediction.answer import ParsedStatements, read_statements
 from bootcamp_financial_prediction.items import LINE_ITEMS
@@ -76,35 +77,47 @@ class _StatementsTool(Tool):
     parameters: ClassVar[dict] = PARAMETERS
     parallel_safe: ClassVar[bool] = True
 
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.budget = CallBudget()
+
     async def create(self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any) -> str:
-        """Start an episode holding only the public part of the identity."""
-        instance_id = await super().create(instance_id, public_view(identity or {}), **kwargs)
-        self.state(instance_id).update(calls=0, wasted=0)
+        """Start an episode holding only the public part of the identity; its budget opens once per instance id."""
+        public = public_view(identity or {})
+        instance_id = await super().create(instance_id, public, **kwargs)
+        self.state(instance_id).update(wasted=0)
+        try:
+            self.budget.open(instance_id, public.get("tool_budget", self.config.get("budget", DEFAULT_BUDGET)))
+        except ConfigError:  # not a whole number >= 0: nothing of the episode stays behind
+            await super().release(instance_id)
+            raise
         return instance_id
 
     def _penalty(self) -> float:
         return float(self.config.get("wasted_call_penalty", WASTED_CALL_PENALTY))
 
     async def execute(self, instance_id: str, parameters: dict, **kwargs: Any) -> tuple[str, float, dict]:
-        """One call: (the JSON result or an ``Error:`` message, step reward, ``{"calls", "wasted", "calls_left"}``)."""
+        """One call: (the JSON result or an ``Error:`` message, step reward, the budget's metrics and ``wasted``)."""
         state = self.state(instance_id)
-        public = state["identity"]
-        budget = int(public.get("tool_budget", self.config.get("budget", DEFAULT_BUDGET)))
-        state["calls"] += 1
-        left = max(0, budget - state["calls"])
+        allowed = self.budget.take(instance_id)
+        left = self.budget.left(instance_id)
         try:
-            if state["calls"] > budget:
-                raise ToolInputError(f"the budget of {budget} {self.name} calls for this task is used up")
+            if not allowed:
+                raise ToolInputError(
+                    f"the budget of {self.budget.limit(instance_id)} {self.name} calls for this task is used up"
+                )
+            public = state["identity"]
             if not public.get("statements"):
                 raise ToolInputError("this episode has no company data")
             result = self.run(_statements(parameters), public)
         except ToolInputError as error:
             state["wasted"] += 1
-            metrics = {"calls": state["calls"], "wasted": state["wasted"], "calls_left": left}
-            return f"Error: {error}.", -self._penalty(), metrics
+            return f"Error: {error}.", -self._penalty(), self._metrics(instance_id)
         result["calls_left"] = left
-        metrics = {"calls": state["calls"], "wasted": state["wasted"], "calls_left": left}
-        return json.dumps(result, ensure_ascii=False), 0.0, metrics
+        return json.dumps(result, ensure_ascii=False), 0.0, self._metrics(instance_id)
+
+    def _metrics(self, instance_id: str) -> dict:
+        return {**self.budget.metrics(instance_id), "wasted": self.state(instance_id)["wasted"]}
 
     def run(self, statements: ParsedStatements, public: Mapping) -> dict:
         raise NotImplementedError
@@ -112,6 +125,11 @@ class _StatementsTool(Tool):
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """``max(0, 1 - penalty × wasted calls)``: 1 for an episode without wasted calls."""
         return max(0.0, 1.0 - self._penalty() * self.state(instance_id)["wasted"])
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        """End the episode: drop its state and its budget."""
+        self.budget.close(instance_id)
+        await super().release(instance_id, **kwargs)
 
 
 class CalculateMetricsTool(_StatementsTool):

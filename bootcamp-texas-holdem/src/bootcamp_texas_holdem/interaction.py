@@ -1,5 +1,9 @@
 """The interaction: ends the episode once the tool output says the match is over, and otherwise reminds the model
-to keep playing. It reads only the messages (DESIGN.md), never the tools' state."""
+to keep playing. It reads only the messages (DESIGN.md), never the tools' state.
+
+It is no ``AnswerFeedback``: nothing the model writes is judged (the reward scores the tools' state), so there is no
+answer to extract, no attempt to count and no reward to check with; the table's last line is the result.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,10 @@ __all__ = ["TableFeedback", "match_status"]
 #: Reminders given before the episode ends with the match unfinished (the hands left then count as folded).
 MAX_REMINDERS = 3
 
-_RESULT = re.compile(rf"^{re.escape(MATCH_OVER)}:.* You (won|lost) (\d+) chips in total", re.MULTILINE)
+# Match.final_line's exact words, with no `.*` to backtrack over: tool output echoes what the model sent
+_RESULT = re.compile(
+    rf"^{re.escape(MATCH_OVER)}: all \d+ hands have been played\. You (won|lost) (\d+) chips in total", re.MULTILINE
+)
 _HAND = re.compile(r"^Hand (\d+) of (\d+)\b", re.MULTILINE)
 
 

@@ -45,9 +45,14 @@ _LAZY = {
     # added by this change, pending DESIGN.md (docs/api.md lists them): what bootcamps and plugins/verl need
     "message_text": "bootcamp_core.blocks",
     "score_trajectory": "bootcamp_core.episode.scoring",
+    "execute_tool": "bootcamp_core.episode.tool_calls",
     "to_json_value": "bootcamp_core.episode.messages:jsonable",
     "to_json_text": "bootcamp_core.data.io:dumps",
     "atomic_write": "bootcamp_core.data.io:AtomicFile",
+    # the record schema as a value (DESIGN.md, Records), to extend with a field of one's own
+    "RECORD_SCHEMA": "bootcamp_core.data.schema",
+    "RecordSchema": "bootcamp_core.data.schema",
+    "RecordField": "bootcamp_core.data.schema:Field",
     "tool_server_client": "bootcamp_core.serve.client:client_for",
     # the functions behind `bootcamp generate` and `bootcamp eval`, for scripts (the README's Python API)
     "config_for_bootcamp": "bootcamp_core.data.generate",

@@ -7,6 +7,8 @@ A bootcamp uses these instead of writing its own::
     class Feedback(AnswerFeedback):          # checks each answer with the bootcamp's reward, up to 3 attempts
         name = "feedback"
         reward = MyReward
+
+docs/building-blocks.md shows each with a runnable example.
 """
 
 from __future__ import annotations
@@ -138,9 +140,21 @@ class AnswerFeedback(Interaction):
 
     A subclass sets ``name`` and ``reward`` (its Reward class), and may set ``answer_format`` (quoted when no answer
     is found) and ``hint`` (said after a wrong answer). A turn whose text the reward extracts nothing from is
-    unanswered: after ``max_unanswered`` such turns the episode ends. An answer scoring at least the reward's
-    ``solved_threshold`` ends the episode with "Correct.". Config ``max_attempts``, ``max_unanswered`` override the
-    class values; ``reward_config`` is the reward's own config. The answer's value is never revealed.
+    unanswered: after ``max_unanswered`` such turns the episode ends with ``gave_up``. An answer scoring at least the
+    reward's ``solved_threshold`` ends the episode with "Correct.". Config ``max_attempts``, ``max_unanswered``
+    override the class values; ``reward_config`` is the reward's own config. The answer's value is never revealed.
+
+    With ``reveal = False`` the first answer the reward can read ends the episode with ``received`` whatever it
+    scores, so the feedback says nothing about the hidden truth (one attempt). Two methods shape the rest:
+    :meth:`answer_text` (what the reward reads: the last assistant text) and :meth:`unanswered_feedback` (what a turn
+    without a readable answer is told: say what is wrong with it).
+
+    The reward's ``verify_score`` runs off the event loop, so a slow check costs only its own episode's time::
+
+        class Feedback(AnswerFeedback):
+            name = "feedback"
+            reward = MyReward
+            answer_format = "ANSWER: <number>"
     """
 
     reward: ClassVar[type[Reward]]
@@ -148,6 +162,9 @@ class AnswerFeedback(Interaction):
     max_unanswered: ClassVar[int] = 3
     answer_format: ClassVar[str | None] = None
     hint: ClassVar[str] = "Check your work and answer again in the same form."
+    reveal: ClassVar[bool] = True
+    received: ClassVar[str] = "Answer received; the episode ends."
+    gave_up: ClassVar[str] = "No final answer was given; the episode ends."
 
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
@@ -164,6 +181,17 @@ class AnswerFeedback(Interaction):
         self.state(instance_id).update(attempts=0, unanswered=0, last_score=0.0)
         return instance_id
 
+    def answer_text(self, messages: list[dict]) -> str:
+        """The text the reward reads for this turn: the last assistant message's."""
+        return last_assistant_text(messages)
+
+    def unanswered_feedback(self, text: str) -> str:
+        """The feedback to a turn whose ``text`` holds no answer the reward can read (the episode goes on)."""
+        feedback = "I could not find a final answer."
+        if self.answer_format:
+            feedback += f" Give it in exactly this form:\n\n{self.answer_format}"
+        return feedback
+
     def _extracts(self, text: str) -> bool:
         try:
             return self.judge.extract_output(text) is not None
@@ -174,22 +202,25 @@ class AnswerFeedback(Interaction):
         self, instance_id: str, messages: list[dict], **kwargs: Any
     ) -> tuple[bool, str, float, dict]:
         """Judge the last assistant message: (terminate, feedback, turn score, ``{"attempts", ...}``)."""
+        import anyio
+
         state = self.state(instance_id)
-        text = last_assistant_text(messages)
+        text = self.answer_text(messages)
         if not self._extracts(text):
             state["last_score"] = 0.0
             state["unanswered"] += 1
             extra = {"attempts": state["attempts"], "unanswered": state["unanswered"]}
             if state["unanswered"] >= int(self.config.get("max_unanswered", self.max_unanswered)):
-                return True, "No final answer was given; the episode ends.", 0.0, extra
-            feedback = "I could not find a final answer."
-            if self.answer_format:
-                feedback += f" Give it in exactly this form:\n\n{self.answer_format}"
-            return False, feedback, 0.0, extra
+                return True, self.gave_up, 0.0, extra
+            return False, self.unanswered_feedback(text), 0.0, extra
         state["attempts"] += 1
         extra = {"attempts": state["attempts"]}
-        score = self.judge.verify_score(text, state["identity"], messages=messages)
+        identity = state["identity"]
+        # a thread of its own: the check may be slow (a simulation), and it must not hold up other episodes
+        score = await anyio.to_thread.run_sync(lambda: self.judge.verify_score(text, identity, messages=messages))
         state["last_score"] = score
+        if not self.reveal:
+            return True, self.received, score, extra
         # DESIGN.md's solved rule; a reward that sets no threshold counts only a full score
         if score >= float(getattr(self.judge, "solved_threshold", 1.0)) - 1e-9:
             return True, "Correct.", score, extra

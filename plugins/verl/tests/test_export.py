@@ -232,11 +232,10 @@ def test_component_configs_reach_the_tool_and_agent_loop_configs(datasets, tmp_p
 
 def test_an_extended_record_schema_reaches_the_export_and_reads_back(datasets, tmp_path):
     """One field added to the schema value goes through JSONL, Parquet and the verl export; no other code changes."""
-    from bootcamp_core import read_records, write_records
-    from bootcamp_core.data.schema import RECORD_SCHEMA, Field
+    from bootcamp_core import RECORD_SCHEMA, RecordField, read_records, write_records
     from bootcamp_verl.export import verl_record_schema
 
-    schema = RECORD_SCHEMA.extend("extra_info", Field("difficulty", "integer"))
+    schema = RECORD_SCHEMA.extend("extra_info", RecordField("difficulty", "integer"))
     records = []
     for number, record in enumerate(read_records(datasets.mixed_train)):
         record["extra_info"]["difficulty"] = number
@@ -251,7 +250,7 @@ def test_an_extended_record_schema_reaches_the_export_and_reads_back(datasets, t
     assert [row["extra_info"]["difficulty"] for row in rows] == list(range(len(records)))
     exported = list(read_records(result.parquet_files[0], schema=verl_record_schema(schema)))
     assert [record["extra_info"]["difficulty"] for record in exported] == list(range(len(records)))
-    for original, back in zip(records, exported):
+    for original, back in zip(records, exported, strict=True):
         assert back["reward_model"] == original["reward_model"]
         assert back["extra_info"]["bootcamp"] == original["extra_info"]["bootcamp"]
         assert back["extra_info"]["tool_selection"] == list(original["extra_info"]["tools_kwargs"])

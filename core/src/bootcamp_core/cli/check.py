@@ -8,6 +8,7 @@ same overridable attributes; :func:`run_checks` is the Python function behind th
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import os
@@ -34,10 +35,12 @@ if TYPE_CHECKING:
 
 HELP = "run the conformance checks against an installed bootcamp"
 DESCRIPTION = """\
-Check an installed bootcamp against the plugin contract: generation is deterministic and uses only the rng passed in,
-identities survive JSON, prompts are not empty, tool schemas are valid and tools keep episodes apart, rewards stay in
-[0, 1] on garbage, an empty answer scores 0, interactions end. Needs neither pytest nor the testing extra. Prints one
-PASS or FAIL line per check; exit status 0 when every check passes, 1 otherwise."""
+Check an installed bootcamp against the plugin contract: the package's version is its distribution's and importing it
+registers nothing, loading the plugin imports no heavy library, generation is deterministic and uses only the rng
+passed in, identities survive JSON, prompts are not empty, tool schemas are valid and tools keep episodes apart,
+rewards stay in [0, 1] on garbage, an empty answer scores 0, interactions end, reference agents play registered
+generators. Needs neither pytest nor the testing extra. Prints one PASS or FAIL line per check; exit status 0 when
+every check passes, 1 otherwise."""
 
 #: Seconds one tool or interaction call may take in the checks before it counts as hanging.
 CALL_TIMEOUT_S = 30.0
@@ -46,6 +49,20 @@ _GENERATE_IN_A_PROCESS = (
     "import pickle, sys\n"
     "from bootcamp_core.data.generate import generate\n"
     "generate(pickle.loads(open(sys.argv[1], 'rb').read()), sys.argv[2])\n"
+)
+#: libraries that loading a plugin must not import: listing, generating and checking never need them, and each costs
+#: seconds (or a GPU runtime) to import; a bootcamp imports them inside the code that uses them
+HEAVY_MODULES = ("torch", "verl", "ray", "mcp", "pybamm", "pybullet")
+#: seconds the fresh process of the loading check may take (PyBaMM-sized imports take a few)
+LOADING_TIMEOUT_S = 300.0
+_REPORT_MARKER = "bootcamp-check-loading:"
+# sys.path is the parent's, so the child finds exactly the distributions the parent found
+_LOAD_IN_A_PROCESS = (
+    "import json, sys\n"
+    "sys.path[:] = json.loads(sys.argv[1])\n"
+    "from bootcamp_core.cli.check import loading_report\n"
+    "report = loading_report(sys.argv[3], sys.argv[4], sys.argv[5] or None)\n"
+    "sys.stdout.write('\\n' + sys.argv[2] + json.dumps(report) + '\\n')\n"
 )
 #: what a generator must not call: every drawing function of the global random module
 _GLOBAL_RANDOM = ("random", "randint", "randrange", "choice", "choices", "sample", "uniform", "gauss", "getrandbits",
@@ -120,6 +137,49 @@ def run_async(coroutine_function: Callable[..., Any], *args: Any, **kwargs: Any)
         return anyio.run(bounded)
     except TimeoutError:
         raise ConformanceError(f"tool or interaction calls hung: not done within {CALL_TIMEOUT_S:g} s") from None
+
+
+# ------------------------------------------------------------------------------------- the plugin's package
+def top_level_names(distribution: Any) -> set[str]:
+    """The top-level modules and packages a distribution's file list installs (empty when it lists none that way,
+    as editable installs do)."""
+    names = set()
+    for file in distribution.files or ():
+        parts = Path(str(file)).parts
+        name = parts[0] if len(parts) > 1 else inspect.getmodulename(parts[0]) if parts else None
+        if name and "." not in name and name != "__pycache__":  # not dist-info, .pth, .data or ../bin
+            names.add(name)
+    return names
+
+
+def loading_report(namespace: str, module: str, package: str | None) -> dict[str, Any]:
+    """What importing ``package`` and then loading plugin ``namespace`` (entry point ``module``) imported, in the
+    process that calls it.
+
+    ``bootcamp check`` runs it in a fresh interpreter: ``hooks`` (whether importing the package imported ``module``),
+    ``registering`` (modules the package's import brought in that hold hook implementations), ``heavy``
+    (:data:`HEAVY_MODULES` imported once the plugin is loaded), ``error`` (the loader's, if loading failed).
+    """
+    import importlib
+
+    from bootcamp_core.plugin.hookspecs import PROJECT_NAME
+    from bootcamp_core.plugin.loader import Registry
+
+    marker = f"{PROJECT_NAME}_impl"  # the attribute pluggy's HookimplMarker sets on a hook implementation
+    hooks = registering = None
+    if package is not None:
+        before = set(sys.modules)
+        importlib.import_module(package)
+        hooks = module in sys.modules
+        registering = sorted(
+            name for name in set(sys.modules) - before
+            if any(inspect.isfunction(value) and hasattr(value, marker)
+                   for value in list(getattr(sys.modules.get(name), "__dict__", {}).values()))
+        )
+    loaded = Registry.from_entry_points(strict=False).load(namespace)
+    return {"hooks": hooks, "registering": registering,
+            "heavy": sorted(name for name in sys.modules if name.split(".", 1)[0] in HEAVY_MODULES),
+            "error": "no entry point has this name" if loaded is None else loaded.error}
 
 
 # ----------------------------------------------------------------------------------------- JSON Schema
@@ -296,6 +356,76 @@ class Conformance:
         info = self.registry.namespace_plugin(self.namespace)
         require(info.error is None, info.error)
         require(self.ids("generator"), f'bootcamp "{self.namespace}" registers no generator')
+
+    def plugin_package(self) -> tuple[Any, str, str | None]:
+        """(the plugin's entry point, the module it names, its top-level package: None for a one-module plugin)."""
+        import importlib.util
+
+        info = self.registry.namespace_plugin(self.namespace)
+        entry_point = info.entry_point
+        require(entry_point is not None and entry_point.dist is not None,
+                f'plugin "{self.namespace}" was not loaded from an installed distribution\'s entry point, so it has no '
+                "version or package to check: install it (pip install -e .)")
+        module = entry_point.module
+        top = module.split(".", 1)[0]
+        installs = top_level_names(entry_point.dist)
+        require(not installs or top in installs,
+                f"the entry point names {module}, but {entry_point.dist.name} installs {', '.join(sorted(installs))}: "
+                "point it at the hooks module of the distribution's own package")
+        spec = importlib.util.find_spec(top)
+        return entry_point, module, top if spec is not None and spec.submodule_search_locations is not None else None
+
+    def check_package_version_matches_distribution(self) -> None:
+        """The top-level package's ``__version__`` (when it has one) is the installed distribution's version, and the
+        entry point names a module inside that package (its hooks), not the package itself."""
+        import importlib
+
+        entry_point, module, package = self.plugin_package()
+        distribution = entry_point.dist
+        require(package is None or module != package,
+                f"the entry point names the package {package} itself: point it at the module inside it that holds "
+                f"the hooks ({package}.hooks), so importing {package} registers nothing")
+        top = importlib.import_module(package or module)
+        version = getattr(top, "__version__", None)
+        if version is None:
+            return
+        require(isinstance(version, str), f"{top.__name__}.__version__ is {version!r}, not a string")
+        require(version == distribution.version,
+                f"{top.__name__}.__version__ is {version} but the installed distribution {distribution.name} is "
+                f"{distribution.version}: let the build read the version from the package (hatch: "
+                "[tool.hatch.version] path = \"src/<package>/__about__.py\") and reinstall")
+
+    def check_loading_the_plugin_stays_light(self) -> None:
+        """In a fresh interpreter: importing the top-level package imports neither the entry point's hooks module nor
+        any other hook implementation, and loading the plugin imports none of :data:`HEAVY_MODULES`."""
+        _, module, package = self.plugin_package()
+        # the allow and block lists chose this plugin already: the child loads it whatever they say
+        env = {key: value for key, value in os.environ.items()
+               if key not in ("BOOTCAMP_LOAD_PLUGINS", "BOOTCAMP_BLOCK_PLUGINS")}
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", _LOAD_IN_A_PROCESS, json.dumps(sys.path), _REPORT_MARKER, self.namespace,
+                 module, package or ""],
+                capture_output=True, text=True, errors="replace", env=env, timeout=LOADING_TIMEOUT_S,
+                stdin=subprocess.DEVNULL, check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise ConformanceError(f"loading the plugin in a fresh process took over {LOADING_TIMEOUT_S:g} s") from None
+        report = next((json.loads(line[len(_REPORT_MARKER):]) for line in reversed(done.stdout.splitlines())
+                       if line.startswith(_REPORT_MARKER)), None)
+        last = (done.stderr.strip().splitlines() or [""])[-1]
+        require(report is not None, f"loading the plugin in a fresh process failed (exit {done.returncode}): {last}")
+        require(not report["error"], f"loading the plugin in a fresh process failed: {report['error']}")
+        if package is not None:
+            require(not report["hooks"],
+                    f"importing {package} imports its hooks module {module}: keep the package's __init__ free of "
+                    "imports of the hooks, so importing the package registers nothing")
+            require(not report["registering"],
+                    f"importing {package} imports hook implementations ({', '.join(report['registering'])}): only "
+                    f"the entry point's module {module} may hold them")
+        require(not report["heavy"],
+                f"loading the plugin imports {', '.join(report['heavy'])}: import heavy libraries inside the code "
+                "that uses them, so `bootcamp plugins`, `generate` and `check` never pay for them")
 
     def check_generators_draw_only_from_the_rng_passed_in(self) -> None:
         """DESIGN.md: generators draw only from the rng given; the global random module is never touched."""
@@ -485,6 +615,23 @@ class Conformance:
                 "calculate_score must be at least the last turn's score, and that at least 0")
         await interaction.finalize_interaction(instance_id)
         await interaction.finalize_interaction(instance_id)
+
+    def check_reference_agents_play_registered_generators(self) -> None:
+        """Every reference agent names, in ``generators``, at least one generator, each a registered one (resolved
+        as the reference policy resolves it: a name of this bootcamp, a full id or a dotted path)."""
+        from bootcamp_core.plugin.errors import UnknownIdError
+
+        for agent_id in self.ids("reference_agent"):
+            generators = getattr(self.registry.get_class("reference_agent", agent_id), "generators", None)
+            require(isinstance(generators, (list, tuple)) and generators,
+                    f"{agent_id}: generators must be a non-empty list or tuple of generator names or ids, got "
+                    f"{generators!r}")
+            for generator in generators:
+                try:
+                    self.registry.resolve("generator", generator, namespace=self.namespace)
+                except UnknownIdError as error:
+                    raise ConformanceError(f"{agent_id} plays {generator!r}, which is no registered generator: "
+                                           f"{error}") from None
 
     # --------------------------------------------------------------------------------------------- running
     def run_check(self, name: str) -> CheckResult:

@@ -1,5 +1,6 @@
 """``bootcamp new NAME``: a new bootcamp package rendered from bootcamp-example, the living template, or with
-``--minimal`` from a small skeleton (one generator, one reward, the conformance test).
+``--minimal`` from a small skeleton (one generator, one reward, their tests: the conformance kit and the test
+drivers of ``bootcamp_core.testing``).
 
 The full template is bootcamp-example itself (packaged into bootcamp-core's wheel, or read from the source tree in a
 development install); the skeleton lives beside this module, each file ending in ``.tmpl`` so no tool takes it for
@@ -22,7 +23,8 @@ HELP = "scaffold a new bootcamp package from the living template (--minimal: a s
 DESCRIPTION = """\
 Create bootcamp-<name>/: an installable, tested bootcamp package under the namespace NAME. By default a copy of
 bootcamp-example (a generator, a tool, an interaction, a reward, a reference agent and their tests); with --minimal
-a small skeleton: one generator, one reward, the conformance test, pyproject.toml with the entry point, README."""
+a small skeleton: one generator, one reward, their tests (the conformance kit and the task's own), pyproject.toml
+with the entry point, README."""
 
 TEMPLATE_NAMESPACE = "example"
 #: the --minimal skeleton: files ending in .tmpl, rendered like the full template

@@ -3,4 +3,6 @@ JSONL and Parquet I/O, instruction configs and generation."""
 
 from bootcamp_core.data.schema import RECORD_SCHEMA, Field, RecordSchema
 
-__all__ = ["RECORD_SCHEMA", "Field", "RecordSchema"]
+RecordField = Field
+
+__all__ = ["RECORD_SCHEMA", "Field", "RecordField", "RecordSchema"]

@@ -1,8 +1,8 @@
 """Tool calls of one assistant turn: each bounded by a timeout, the model's mistakes kept apart from failures.
 
-:func:`execute_tool` is one call as every runner makes it (the rollout engine here, the verl adapter): a
-:class:`ModelError` for what the model got wrong (arguments that are not an object, a tool that raised or ran past
-its time), an :class:`InfrastructureError` passed on as it is::
+:func:`execute_tool` (public as ``bootcamp_core.execute_tool``) is one call as every runner makes it (the rollout
+engine here, the verl adapter): a :class:`ModelError` for what the model got wrong (arguments that are not an
+object, a tool that raised or ran past its time), an :class:`InfrastructureError` passed on as it is::
 
     try:
         text, step_reward, metrics = await execute_tool(tool, instance_id, parameters, timeout_s=60)

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bootcamp_core.blocks import last_assistant_text
 from bootcamp_core.data.io import AtomicFile
 from bootcamp_core.evaluate.results import iter_result_lines
 
@@ -173,13 +174,8 @@ def summarize(lines: Iterable[dict], *, examples: list | None = None) -> dict:
 
 def _example(data: dict) -> dict:
     """What the report shows of one episode (the final answer cut to a readable length)."""
-    answer = None
-    for message in reversed(data.get("messages") or []):
-        if isinstance(message, dict) and message.get("role") == "assistant":
-            answer = message.get("content")
-            break
-    if not isinstance(answer, str):
-        answer = json.dumps(answer, ensure_ascii=False) if answer is not None else ""
+    messages = data.get("messages")
+    answer = last_assistant_text(messages if isinstance(messages, list) else [])
     return {
         "id": data.get("id"),
         "data_source": data.get("data_source"),

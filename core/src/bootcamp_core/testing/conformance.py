@@ -30,6 +30,12 @@ class BootcampConformance(Conformance):
     def test_plugin_loads_and_registers_a_generator(self):
         self.check_plugin_loads_and_registers_a_generator()
 
+    def test_package_version_matches_distribution(self):
+        self.check_package_version_matches_distribution()
+
+    def test_loading_the_plugin_stays_light(self):
+        self.check_loading_the_plugin_stays_light()
+
     def test_generators_draw_only_from_the_rng_passed_in(self):
         self.check_generators_draw_only_from_the_rng_passed_in()
 
@@ -73,6 +79,9 @@ class BootcampConformance(Conformance):
 
     def test_interactions_terminate(self):
         self.check_interactions_terminate()
+
+    def test_reference_agents_play_registered_generators(self):
+        self.check_reference_agents_play_registered_generators()
 
 
 def check_bootcamp(namespace: str, pytest_args: list[str] | None = None) -> int:

@@ -139,7 +139,8 @@ def write_distribution(
     entry_points: dict[str, dict[str, str]] | None = None,
     modules: dict[str, str] | None = None,
 ) -> Path:
-    """Write a minimal installed distribution (dist-info + modules) into ``folder``, e.g. for discovery tests.
+    """Write a minimal installed distribution (dist-info with a RECORD of its files, and the modules) into
+    ``folder``, e.g. for discovery tests.
 
     Put ``folder`` on ``sys.path`` (or ``PYTHONPATH`` of a subprocess) and its entry points are found like those of
     any installed package: ``write_distribution(tmp, "bootcamp-x", entry_points={"bootcamp": {"x": "x_hooks"}},
@@ -159,4 +160,8 @@ def write_distribution(
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(source, encoding="utf-8")
+    # as an installer writes it (without hashes): what the distribution installs, e.g. its top-level packages
+    files = [f"{dist_info.name}/{name}" for name in ("METADATA", "entry_points.txt", "RECORD")]
+    files += [Path(relative).as_posix() for relative in modules or {}]
+    (dist_info / "RECORD").write_text("".join(f"{file},,\n" for file in files), encoding="utf-8")
     return dist_info

@@ -45,7 +45,7 @@ from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, 
 from verl.experimental.agent_loop.tool_parser import FunctionCall
 from verl.tools.schemas import ToolResponse
 
-from bootcamp_core import ConfigError, RolloutLimits, message_text, normalize_record
+from bootcamp_core import ConfigError, RolloutLimits, last_assistant_text, normalize_record
 from bootcamp_verl.tool import FAILURE_ATTRIBUTE, INSTANCE_ATTRIBUTE, BootcampTool, identity_from
 
 __all__ = ["EXTRA_FIELD_DEFAULTS", "BootcampAgentLoop"]
@@ -183,11 +183,10 @@ class BootcampAgentLoop(ToolAgentLoop):
             # shielded: a cancelled rollout still releases every tool and finalizes the interaction
             await asyncio.shield(self._close(episode))
         messages = self.openai_messages(self._agent_data.messages) if self._agent_data is not None else []
-        last = next((message for message in reversed(messages) if message.get("role") == "assistant"), None)
         if episode.error is not None:  # not the model's doing: the sample must contribute no gradient
             output.response_mask = [0] * len(output.response_mask)
         output.extra_fields.update({
-            "output": message_text(last.get("content")) if last else "",
+            "output": last_assistant_text(messages),
             "messages": messages,
             # partial scores of an episode that failed would read as real ones
             "tool_scores": tool_scores if episode.error is None else {},

@@ -22,16 +22,18 @@ from typing import Any
 import attrs
 
 from bootcamp_core import (
+    RECORD_SCHEMA,
     BootcampError,
     ConfigError,
     GeneratedSample,
+    RecordField,
+    RecordSchema,
     Registry,
     atomic_write,
     get_registry,
     message_text,
     read_records,
 )
-from bootcamp_core.data.schema import RECORD_SCHEMA, Field, RecordSchema
 from bootcamp_verl.schemas import VerlSchema, verl_schema
 
 __all__ = [
@@ -264,9 +266,9 @@ def verl_record_schema(schema: RecordSchema = RECORD_SCHEMA) -> RecordSchema:
     """The schema of an exported row: the record's, plus the columns verl reads (``agent_name``: the agent loop of
     the row; ``extra_info.tool_selection``: the record's own tools, since ``tools_kwargs`` holds every tool of the
     export); its prompt is text only, as verl's chat template takes it."""
-    return (schema.replace("prompt", Field("prompt", "text_messages"))
-            .extend("", Field("agent_name", "text", doc="the agent loop of agent_loop_config.yaml"))
-            .extend("extra_info", Field("tool_selection", "texts", doc="the Tool.names this record uses")))
+    return (schema.replace("prompt", RecordField("prompt", "text_messages"))
+            .extend("", RecordField("agent_name", "text", doc="the agent loop of agent_loop_config.yaml"))
+            .extend("extra_info", RecordField("tool_selection", "texts", doc="the Tool.names this record uses")))
 
 
 def _prompt(sample: GeneratedSample, where: str, system_prompt: str | None) -> list[dict]:

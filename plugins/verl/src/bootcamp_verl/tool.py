@@ -41,20 +41,18 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
-import json
 import logging
 import time
 import uuid
 import weakref
 from typing import Any
 
-import anyio
 import attrs
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.rollout_trace import rollout_trace_op
 
-from bootcamp_core import ConfigError, InfrastructureError, ModelError, normalize_record, to_json_value
+from bootcamp_core import ConfigError, InfrastructureError, ModelError, execute_tool, normalize_record
 from bootcamp_verl.schemas import decode_json_parameters, verl_schema
 
 __all__ = ["FAILURE_ATTRIBUTE", "INSTANCE_ATTRIBUTE", "BootcampTool", "identity_from"]
@@ -298,32 +296,22 @@ class BootcampTool(BaseTool):
         return identity_from(tools_kwargs.get(self.name) or {})
 
     async def _run(self, instance_id: str, parameters: Any, agent_data: Any) -> tuple[str, float, dict]:
-        """The call as ``bootcamp eval`` runs it: the model's mistakes become ``Error:`` text, the episode goes on."""
+        """The call as ``bootcamp eval`` runs it (:func:`bootcamp_core.execute_tool`): the model's mistakes become
+        ``Error:`` text and the episode goes on; an infrastructure failure is recorded on the trajectory."""
         try:
-            if not isinstance(parameters, dict):
-                raise ModelError(f"arguments of {self.name} must be a JSON object, got {type(parameters).__name__}")
-            try:
-                parameters = decode_json_parameters(parameters, self.json_parameters)
-            except ValueError as error:
-                raise ModelError(f"{self.name}: {error}") from None
-            try:
-                # a cancel scope: asyncio.wait_for would make a task per call (measured: most of the adapter's cost)
-                with anyio.CancelScope(deadline=anyio.current_time() + self.tool_timeout_s) as scope:
-                    output, reward, metrics = await self.tool.execute(instance_id, parameters)
-            except (ModelError, InfrastructureError):
-                raise
-            except Exception as error:  # the tool rejected what the model asked: the model sees why and goes on
-                raise ModelError(f"{self.name} failed: {type(error).__name__}: {error}") from error
-            if scope.cancelled_caught:
-                raise ModelError(f"{self.name} timed out after {self.tool_timeout_s:g} s")
+            if isinstance(parameters, dict):
+                try:
+                    parameters = decode_json_parameters(parameters, self.json_parameters)
+                except ValueError as error:
+                    raise ModelError(f"{self.name}: {error}") from None
+            return await execute_tool(self.tool, instance_id, parameters, timeout_s=self.tool_timeout_s,
+                                      name=self.name)
         except ModelError as error:
             return f"Error: {error}", 0.0, {}
         except InfrastructureError as error:
             if agent_data is not None:
                 setattr(agent_data, FAILURE_ATTRIBUTE, f"{self.tool_id}: {error}")
             raise
-        output = output if isinstance(output, str) else json.dumps(to_json_value(output))
-        return output, float(reward), metrics if isinstance(metrics, dict) else {}
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """``calc_reward`` of the trajectory the id (or a call handle's trajectory) belongs to."""
