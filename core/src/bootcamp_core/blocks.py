@@ -202,7 +202,7 @@ class AnswerFeedback(Interaction):
         self, instance_id: str, messages: list[dict], **kwargs: Any
     ) -> tuple[bool, str, float, dict]:
         """Judge the last assistant message: (terminate, feedback, turn score, ``{"attempts", ...}``)."""
-        import anyio
+        from bootcamp_core.plugin.off_loop import run_off_loop
 
         state = self.state(instance_id)
         text = self.answer_text(messages)
@@ -216,8 +216,8 @@ class AnswerFeedback(Interaction):
         state["attempts"] += 1
         extra = {"attempts": state["attempts"]}
         identity = state["identity"]
-        # a thread of its own: the check may be slow (a simulation), and it must not hold up other episodes
-        score = await anyio.to_thread.run_sync(lambda: self.judge.verify_score(text, identity, messages=messages))
+        # off the event loop: the check may be slow (a simulation), and it must not hold up other episodes
+        score = await run_off_loop(lambda: self.judge.verify_score(text, identity, messages=messages))
         state["last_score"] = score
         if not self.reveal:
             return True, self.received, score, extra
