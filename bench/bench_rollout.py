@@ -14,7 +14,10 @@ Every number is printed next to a baseline measured in the same run, and the tar
     harness; ``OpenAIPolicy``'s own work per turn (building the request, reading the answer) is what (a) leaves
     out, and it is a few dict operations;
 (c) turns/s and episodes/s at concurrency 1, 64 and 1,000, and episodes/s at 1,000 over the best level
-    (target >= 0.8: no collapse).
+    (target >= 0.8: no collapse);
+(d) the storm: episodes/s at concurrency 64 when 30% of requests fail at random (HTTP 500, 429 with and without
+    ``Retry-After``, reset connections, requests that hang past a 1 s request timeout, malformed 200 bodies), with
+    the default retry budget and backoff, next to the fault-free run of (c); every episode must end solved.
 
 Run: ``python bench/bench_rollout.py`` (``--quick`` for a smaller run). Never part of the test suite.
 """
@@ -64,11 +67,13 @@ def play_reference_agent(request: dict):
                                                                                  "completion_tokens": 10})
 
 
-def serve() -> None:
-    """Child process: run the scripted server until stdin closes, printing its base URL first."""
-    from bootcamp_core.testing.chat_server import ScriptedChatServer
+def serve(storm_rate: float = 0.0) -> None:
+    """Child process: run the scripted server until stdin closes, printing its base URL first; ``storm_rate`` of
+    the requests get a random fault."""
+    from bootcamp_core.testing.chat_server import ScriptedChatServer, storm
 
-    with ScriptedChatServer(play_reference_agent) as server:
+    script = storm(play_reference_agent, storm_rate, seed=15, hang_s=3.0) if storm_rate else play_reference_agent
+    with ScriptedChatServer(script) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()
 
@@ -184,9 +189,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer episodes")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--storm-rate", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve()
+        serve(args.storm_rate)
         return
     os.environ.setdefault("BOOTCAMP_LOAD_PLUGINS", "example")
     from bootcamp_core.episode.policies import OpenAIPolicy, ReferencePolicy
@@ -257,6 +263,35 @@ def main() -> None:
     finally:
         server.stdin.close()
         server.wait(timeout=30)
+
+    print("\n== (d) the storm: 30% of requests fail at random, concurrency 64, default retry budget and backoff ==")
+    stormy = subprocess.Popen([sys.executable, __file__, "--serve", "--storm-rate", "0.3"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        storm_url = stormy.stdout.readline().strip()
+        count = 250 * scale
+        policy = OpenAIPolicy(api_url=storm_url, model="stub", request_timeout_s=1.0, max_concurrency=64)
+
+        async def storm_work() -> list:
+            try:
+                return await run_many(records[:count], policy, 64, registry)
+            finally:
+                await policy.aclose()
+
+        wall, _, results = measure("storm", storm_work)
+        solved = sum(result.score == 1.0 for result in results)
+        failed = sum(not result.success for result in results)
+        stats = policy.retry_stats.to_dict()
+        storm_rate = len(results) / wall
+        print(f"storm      : {len(results)} episodes, {storm_rate:8,.1f} episodes/s, solved {solved}, infrastructure "
+              f"errors {failed}, retries {stats['retries']} (waited {stats['waiting_s']:.1f} s in all), lowest "
+              f"concurrency {policy.concurrency.lowest}; by kind {stats['retries_by_kind']}")
+        print(f"fault-free : {rates[64]:8,.1f} episodes/s at concurrency 64 (c)")
+        print(f"(d) storm episodes/s {storm_rate:,.1f} vs fault-free {rates[64]:,.1f}; every episode solved: "
+              f"{verdict(solved == len(results))}")
+    finally:
+        stormy.stdin.close()
+        stormy.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,16 @@ def example_registry() -> Registry:
     return registry_of("example")
 
 
+@pytest.fixture
+def only_example(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Subprocesses and ``get_registry()`` see bootcamp-example only, strictly, whatever else is installed, and no
+    API key from the environment."""
+    monkeypatch.setenv("BOOTCAMP_LOAD_PLUGINS", "example")
+    monkeypatch.setenv("BOOTCAMP_STRICT_PLUGINS", "1")
+    monkeypatch.delenv("BOOTCAMP_BLOCK_PLUGINS", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
 @pytest.fixture(autouse=True)
 def _restore_bootcamp_logger() -> Iterator[None]:
     """`bootcamp_core.cli.main.main` configures the "bootcamp_core" logger (handler on the current stderr, no

@@ -34,13 +34,8 @@ from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer, first_u
 SECRET = "sk-test-secret-key-0123456789"
 
 
-@pytest.fixture(autouse=True)
-def _only_example(monkeypatch):
-    # subprocesses and get_registry() see bootcamp-example only, strictly, whatever else is installed
-    monkeypatch.setenv("BOOTCAMP_LOAD_PLUGINS", "example")
-    monkeypatch.setenv("BOOTCAMP_STRICT_PLUGINS", "1")
-    monkeypatch.delenv("BOOTCAMP_BLOCK_PLUGINS", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+#: subprocesses and get_registry() see bootcamp-example only, strictly, whatever else is installed
+pytestmark = pytest.mark.usefixtures("only_example")
 
 
 def make_dataset(registry, directory: Path, count: int, *, parquet: bool = False) -> Path:
@@ -263,7 +258,7 @@ def test_dry_run_checks_everything_and_writes_nothing(example_registry, tmp_path
         port = probe.getsockname()[1]
     args = ["eval", "--dataset-path", str(dataset), "--output-dir", str(out), "--dry-run",
             "--api-url", f"http://127.0.0.1:{port}/v1", "--api-model", "stub", "--api-key", SECRET]
-    assert main(args) == 1
+    assert main(args) == 3  # the preflight's exit code
     err = capsys.readouterr().err
     assert "endpoint check failed" in err and f"127.0.0.1:{port}" in err and SECRET not in err
     assert not out.exists()
@@ -611,7 +606,8 @@ def test_timeout_flags_are_documented_recorded_and_effective(example_registry, t
     # an episode longer than --episode-timeout ends there
     out = tmp_path / "slow"
     with ScriptedChatServer(solver(delay_s=2.0)) as server:
-        assert main(eval_args(dataset, out, server, "--limit", "1", "--episode-timeout", "0.3")) == 0
+        # the one episode ends in an infrastructure error: more than --max-infra-error-rate, exit 4
+        assert main(eval_args(dataset, out, server, "--limit", "1", "--episode-timeout", "0.3")) == 4
     [line] = lines_of(out / "results.jsonl")
     assert line["finish_reason"] == "episode_timeout" and not line["success"]
 
@@ -619,7 +615,8 @@ def test_timeout_flags_are_documented_recorded_and_effective(example_registry, t
 def test_request_timeout_fails_the_episode_after_the_retries(example_registry, tmp_path):
     dataset = make_dataset(example_registry, tmp_path / "data", 1)
     config = EvalConfig(dataset_path=dataset, output_dir=tmp_path / "out", api_url="http://placeholder/v1",
-                        api_model="stub", request_timeout_s=0.2, retry=RetryPolicy(attempts=2, base_s=0.01))
+                        api_model="stub", request_timeout_s=0.2, retry=RetryPolicy(attempts=2, base_s=0.01),
+                        rerun_failed=0)
     with ScriptedChatServer(solver(delay_s=1.0)) as server:
         config = attrs_evolve(config, api_url=server.base_url)
         summary = run_evaluation(config, progress=False)

@@ -56,7 +56,7 @@ def test_rescore_reports_changes_when_a_verify_kwarg_changes_and_calls_no_model(
 
     assert main(["rescore", str(results), "--verify-correction-kwargs", '{"soft": true}']) == 0
     out = capsys.readouterr().out
-    assert "6 lines: 6 re-scored, 6 changed" in out and "mean score 0.0000 -> 0.5" in out
+    assert "6 lines: 6 re-scored, 6 changed" in out and "mean score 0 -> 0.5" in out
     rescored = lines_of(default_output_path(results))
     # relative error 1e-4 against tolerance 1e-8 is four decades out of eight: half credit
     assert [line["score"] for line in rescored] == pytest.approx([0.5] * 6)

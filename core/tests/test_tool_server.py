@@ -121,8 +121,9 @@ def test_unified_serves_episodes_and_survives_a_killed_worker(site, tmp_path, da
             return Reply.text(f'```json\n{{"result": {identity["expected_result"]!r}}}\n```')
 
         with ScriptedChatServer(per_conversation(script)) as llm:
+            # no in-run re-runs: the killed worker's episodes are left for the resume below
             config = EvalConfig(dataset_path=dataset, output_dir=tmp_path / "eval", api_url=llm.base_url,
-                                api_model="stub", tool_server=server.url, max_concurrent=200)
+                                api_model="stub", tool_server=server.url, max_concurrent=200, rerun_failed=0)
             failure: list[BaseException] = []
 
             def evaluate() -> None:

@@ -16,6 +16,10 @@ class ForecastReward(Reward):
     """``gate × max(0, accuracy − penalty)`` (see :mod:`bootcamp_financial_prediction.scoring`); tools never count."""
 
     name: ClassVar[str] = "forecast"
+    #: Solved = a forecast an analyst would accept: the statements tie out (the gate is open) and the items are on
+    #: average within about one scale of the hidden year (one scale off on every item scores exp(-1/4.5) ~ 0.80
+    #: with the default sigmas), with little or no guidance broken.
+    solved_threshold: ClassVar[float] = 0.8
 
     def extract_output(self, output: str) -> dict[str, float] | None:
         """The 21 items of the last fenced JSON block, or ``None`` when any is missing or not a number."""

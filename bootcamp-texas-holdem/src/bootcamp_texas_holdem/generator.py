@@ -54,6 +54,9 @@ class HeadsUpGenerator(TaskGenerator):
     tools: ClassVar[tuple[str, ...]] = ("table", "act")
     interaction: ClassVar[str | None] = "table_feedback"
     reward: ClassVar[str] = "chips"
+    #: A 10-hand match takes about 15 to 55 assistant turns, one tool call each: the limits `bootcamp eval`,
+    #: `bootcamp demo` and the verl export use unless the user sets their own.
+    limits: ClassVar[dict[str, int]] = {"max_assistant_turns": 200, "max_user_turns": 400}
 
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)

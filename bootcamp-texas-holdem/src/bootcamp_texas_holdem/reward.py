@@ -32,6 +32,10 @@ class ChipsReward(Reward):
     """
 
     name: ClassVar[str] = "chips"
+    #: Solved = won the match: ended ahead (of the par, with duplicate scoring) by at least a chip. Break-even
+    #: scores exactly 0.5 and is not solved; one chip won scores 0.5 + 0.5 * tanh(1 / score_scale), above this for
+    #: every score_scale up to 500,000.
+    solved_threshold: ClassVar[float] = 0.500001
 
     def extract_output(self, output: str) -> str | None:
         """The final message, stripped (informative only: the score comes from the tools)."""

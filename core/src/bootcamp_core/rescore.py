@@ -6,6 +6,10 @@ constructor config the evaluation used (``component_config``). It sees exactly w
 ``messages``, ``tool_rewards``, ``tool_scores`` and ``turn_scores``, plus verify kwargs — the ones saved in the line's
 ``evaluation_config`` unless ``verify_kwargs`` is given, which replaces them.
 
+A line counts as changed only when its score or its extracted answer really differs: the new answer is compared in
+its JSON form, as the line holds it (a tuple answer equals the list it was saved as). Each re-scored line's
+``solved`` is set again from the reward's ``solved_threshold``.
+
 Lines that are infrastructure failures (``success`` false) were never scored and stay as they are, as do lines whose
 input names no installed reward (reported as skipped). Output: ``<stem>_rescored.jsonl`` next to the input, or
 ``output``, or the input itself with ``in_place`` — always written atomically (a temporary file renamed into place),
@@ -31,6 +35,7 @@ from bootcamp_core.data.io import AtomicFile, dumps, jsonl_lines
 from bootcamp_core.data.records import GeneratedSample
 from bootcamp_core.episode.messages import jsonable
 from bootcamp_core.episode.scoring import score_trajectory
+from bootcamp_core.plugin.components import is_solved
 from bootcamp_core.plugin.errors import BootcampError, ConfigError
 
 __all__ = ["RescoreChange", "RescoreReport", "rescore_results", "rescore_line", "default_output_path",
@@ -104,12 +109,18 @@ def rescore_line(data: dict, registry: Any, verify_kwargs: dict | None = None) -
     Raises :class:`~bootcamp_core.plugin.errors.BootcampError` (or ``ValueError``) when the line's input names no installed
     reward.
     """
+    score, extracted, _ = _rescore(data, registry, verify_kwargs)
+    return score, extracted
+
+
+def _rescore(data: dict, registry: Any, verify_kwargs: dict | None) -> tuple[float, Any, float]:
+    """(score, extracted output, the reward's solved_threshold) of one saved line."""
     sample = GeneratedSample.from_record(data.get("input") or {})
     saved = data.get("evaluation_config") or {}
     components = saved.get("component_config") or {}
     reward_id = registry.resolve("reward", sample.reward)
     reward = registry.component("reward", reward_id, components.get(reward_id))
-    return score_trajectory(
+    score, extracted = score_trajectory(
         reward,
         sample.identity,
         messages=data.get("messages") or [],
@@ -118,6 +129,15 @@ def rescore_line(data: dict, registry: Any, verify_kwargs: dict | None = None) -
         turn_scores=list(data.get("turn_scores") or []),
         verify_kwargs=saved.get("verify_kwargs") or {} if verify_kwargs is None else verify_kwargs,
     )
+    return score, extracted, float(getattr(reward, "solved_threshold", 1.0))
+
+
+def _as_saved(value: Any) -> Any:
+    """``value`` as a results line holds it after a JSON round trip (tuples become lists ...)."""
+    try:
+        return json.loads(dumps(jsonable(value)))
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def rescore_results(
@@ -157,7 +177,7 @@ def rescore_results(
                 sink.write(line)
                 continue
             try:
-                new, extracted = rescore_line(data, registry, verify_kwargs)
+                new, extracted, threshold = _rescore(data, registry, verify_kwargs)
             except (BootcampError, ValueError, KeyError, TypeError) as error:
                 report.skipped.append((number, str(error)))
                 report.score_sum_after += old
@@ -165,7 +185,8 @@ def rescore_results(
                 continue
             report.rescored += 1
             report.score_sum_after += new
-            if new != old or jsonable(extracted) != data.get("extracted_output"):
+            extracted = _as_saved(extracted)
+            if new != old or extracted != data.get("extracted_output"):
                 report.changes.append(RescoreChange(
                     line=number, id=data.get("id"), data_source=data.get("data_source"), old_score=old,
                     new_score=new, old_extracted=data.get("extracted_output"), new_extracted=extracted,
@@ -173,6 +194,7 @@ def rescore_results(
             else:
                 report.unchanged += 1
             data["score"], data["extracted_output"] = new, extracted
+            data["solved"] = is_solved(new, threshold)
             if verify_kwargs is not None:
                 data["evaluation_config"] = {**(data.get("evaluation_config") or {}), "verify_kwargs": verify_kwargs}
             sink.write(dumps(data) + "\n")

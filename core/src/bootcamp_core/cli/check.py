@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import itertools
 import json
 import math
 import os
@@ -38,9 +39,10 @@ DESCRIPTION = """\
 Check an installed bootcamp against the plugin contract: the package's version is its distribution's and importing it
 registers nothing, loading the plugin imports no heavy library, generation is deterministic and uses only the rng
 passed in, identities survive JSON, prompts are not empty, tool schemas are valid and tools keep episodes apart,
-rewards stay in [0, 1] on garbage, an empty answer scores 0, interactions end, reference agents play registered
-generators. Needs neither pytest nor the testing extra. Prints one PASS or FAIL line per check; exit status 0 when
-every check passes, 1 otherwise."""
+rewards stay in [0, 1] on garbage, rewards and interactions answer hostile outputs (megabytes of whitespace after a
+fence, a key or a \\boxed{, deep nesting, huge numbers, lone surrogates, NaN) in time and in range, an empty answer
+scores 0, interactions end, reference agents play registered generators. Needs neither pytest nor the testing
+extra. Prints one PASS or FAIL line per check; exit status 0 when every check passes, 1 otherwise."""
 
 #: Seconds one tool or interaction call may take in the checks before it counts as hanging.
 CALL_TIMEOUT_S = 30.0
@@ -123,6 +125,117 @@ def garbage_outputs(seed: int = 0, count: int = 60) -> list[str]:
     pieces = [*string.printable, "{", "}", "[", "]", "```", "json", "ANSWER:", "\\boxed{", "result", "\"", "é", "中",
               "\U0001f600", "\u0301", "\x7f", "1e400", "-0", "null"]
     return [*GARBAGE, *("".join(rng.choice(pieces) for _ in range(rng.randint(0, 120))) for _ in range(count))]
+
+
+#: Seconds one reward or interaction call may take on a hostile output before it counts as hanging: a hang detector,
+#: not a benchmark (a linear extractor needs milliseconds on a megabyte, a backtracking one hours).
+HOSTILE_TIMEOUT_S = 10.0
+_MB = 1_000_000
+
+
+def hostile_outputs() -> Iterator[tuple[str, str]]:
+    """(label, output): model output that stalls backtracking extraction or crashes naive parsing, each also at 1 MB.
+
+    Whitespace after a fence, a JSON key and a ``\\boxed{`` (100k, then 1 MB), backticks, 10^5-deep and 1 MB-deep
+    nesting, 5,000-digit numbers, lone surrogates, NaN and Infinity. Made one at a time: they are large.
+    """
+    spaces = " " * 100_000
+    for opening in ("```", "```json\n", '{"x":', '"x":', "\\boxed{", "ANSWER:"):
+        yield f"100k whitespace after {opening.strip()!r}", f"{opening}{spaces}x"
+        yield f"1 MB of whitespace after {opening.strip()!r}", f"{opening}{' ' * _MB}x"
+        yield f"{opening.strip()!r} then 100k whitespace, 100 times", (opening + " " * 1_000) * 100 + "x"
+    yield "1 MB of backticks", "`" * _MB
+    yield "1 MB of fences and newlines", "```\n" * (_MB // 4)
+    for label, unit in (("[", "["), ("{", "{"), ("[{", '[{"x":'), ('{"x":[', '{"x":[')):
+        yield f"10^5-deep nesting of {label}", unit * (100_000 // len(unit) + 1)
+        yield f"1 MB of nesting of {label}", unit * (_MB // len(unit))
+    yield "\\boxed{ nested 10^5 deep", "\\boxed{" * 100_000
+    digits = "9" * 5_000
+    for label, text in (("a 5,000-digit number", digits), ("a negative 5,000-digit decimal", f"-{digits}.{digits}"),
+                        ("a 5,000-digit exponent", f"1e{digits}"), ("a 5,000-digit JSON value", f'{{"x": {digits}}}'),
+                        ("a boxed 5,000-digit number", f"\\boxed{{{digits}}}"),
+                        ("a 5,000-digit answer line", f"ANSWER: {digits}"),
+                        ("a fenced 5,000-digit JSON object", f'```json\n{{"x": {digits}, "y": [{digits}]}}\n```')):
+        yield label, text
+        yield f"1 MB of {label}s", ((text + "\n") * (_MB // (len(text) + 1) + 1))[:_MB]
+    yield "1 MB of one number", "7" * _MB
+    for label, text in (("lone surrogates", "\ud800 answer \udfff ANSWER: \udc00 \\boxed{\ud83d}"),
+                        ("a lone surrogate in JSON", '{"x": "\ud800", "y": 1}'),
+                        ("NaN and Infinity", 'NaN Infinity -Infinity nan inf -inf 1e999 ANSWER: NaN \\boxed{Infinity}'),
+                        ("NaN and Infinity in JSON", '```json\n{"x": NaN, "y": Infinity, "z": -Infinity}\n```'),
+                        ("non-finite numbers in JSON", '{"x": 1e999, "y": -1e999, "z": [NaN]}')):
+        yield label, text
+        yield f"1 MB of {label}", ((text + "\n") * (_MB // (len(text) + 1) + 1))[:_MB]
+
+
+def hostile_variants(solution: str) -> Iterator[tuple[str, str]]:
+    """(label, output): a solving answer made hostile where its own format's parser reads it: 100k whitespace after
+    its first ``:``, ``{``, ``[`` and fence, its first number 5,000 digits long, NaN and a lone surrogate in its place."""
+    for mark in (":", "{", "[", "```", "\n"):
+        position = solution.find(mark)
+        if position != -1:
+            end = position + len(mark)
+            yield f"the solution with 100k whitespace after its first {mark!r}", (
+                f"{solution[:end]}{' ' * 100_000}{solution[end:]}")
+    start = next((index for index, character in enumerate(solution) if character.isdigit()), None)
+    if start is not None:
+        end = start
+        while end < len(solution) and solution[end].isdigit():
+            end += 1
+        for label, number in (("a 5,000-digit number", "9" * 5_000), ("NaN", "NaN"), ("Infinity", "Infinity"),
+                              ("a lone surrogate", "\ud800")):
+            yield f"the solution with {label} for its first number", solution[:start] + number + solution[end:]
+
+
+class _Hung(BaseException):
+    """Raised into a call that ran past the watchdog (no ``Exception``: a plugin's ``except Exception`` must not
+    swallow it)."""
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise _Hung
+
+
+def within(seconds: float, call: Callable[[], Any]) -> Any:
+    """``call()``, waited for at most ``seconds``; raises ``TimeoutError`` past them. A watchdog, not a benchmark.
+
+    In the main thread (where ``bootcamp check`` and pytest run) a timer signal interrupts the call: the regular
+    expression engine holds the interpreter lock for as long as one search backtracks, so no other thread could even
+    notice the hang, but it does stop for signals. Elsewhere the call runs in a daemon thread waited for with a
+    timeout, and a call that hangs is left running there.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        previous = signal.signal(signal.SIGALRM, _alarm)
+        started = time.monotonic()
+        outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            return call()
+        except _Hung:
+            raise TimeoutError(f"did not return within {seconds:g} s") from None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            if outer:  # someone else's timer was running: it goes on with what it had left
+                signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 0.001))
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # noqa: BLE001 - handed to the caller
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, name="bootcamp-check-watchdog", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise TimeoutError(f"did not return within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def run_async(coroutine_function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -289,6 +402,8 @@ class Conformance:
     interaction_turn_limit: ClassVar[int] = 20
     #: Random garbage outputs each reward scores, on top of :data:`GARBAGE`.
     garbage_samples: ClassVar[int] = 60
+    #: Seconds a reward or interaction may take on one hostile output before it counts as hanging.
+    hostile_timeout_s: ClassVar[float] = HOSTILE_TIMEOUT_S
 
     _registry: ClassVar[Registry | None] = None
 
@@ -567,6 +682,45 @@ class Conformance:
             for output in outputs:
                 self.assert_score_in_range(reward, identity, output)
 
+    def check_rewards_and_interactions_survive_hostile_outputs(self) -> None:
+        """Every reward's ``verify_score`` and every interaction's ``generate_response`` (after ``start_interaction``
+        with a generated identity) answer each of :func:`hostile_outputs`, and :func:`hostile_variants` of the
+        solutions, within ``hostile_timeout_s``, without raising, scoring in [0, 1]."""
+        rewards = self.reward_cases()
+        interactions = {}
+        for plan, identity, prompt in self.cases():
+            if plan.interaction and plan.interaction not in interactions:
+                interactions[plan.interaction] = (self.registry.component("interaction", plan.interaction), identity,
+                                                  prompt)
+        solutions = [self.solution(identity) for _, _, identity in rewards]
+        variants = [variant for solution in solutions if isinstance(solution, str) for variant in
+                    hostile_variants(solution)]
+        for label, output in itertools.chain(hostile_outputs(), variants):
+            for plan, reward, identity in rewards:
+                messages = [{"role": "assistant", "content": output}]
+                self._hostile(f"{plan.reward}: verify_score", label, lambda reward=reward, identity=identity, output=output,
+                              messages=messages: reward.verify_score(output, identity, **episode_kwargs(messages)))
+            for interaction_id, (interaction, identity, prompt) in interactions.items():
+                messages = [{"role": "user", "content": prompt}, {"role": "tool", "content": output},
+                            {"role": "assistant", "content": output}]
+                self._hostile(f"{interaction_id}: generate_response", label, lambda interaction=interaction,
+                              identity=identity, messages=messages: _respond_once(interaction, identity, messages),
+                              turn=True)
+
+    def _hostile(self, what: str, label: str, call: Callable[[], Any], *, turn: bool = False) -> None:
+        try:
+            result = within(self.hostile_timeout_s, call)
+        except TimeoutError as error:
+            raise ConformanceError(f"{what} on {label}: {error} (extraction must be linear in the output's length: "
+                                   "use bootcamp_core.answers, never a backtracking pattern)") from None
+        except Exception as error:  # noqa: BLE001 - the bootcamp's own crash is what this check reports
+            raise ConformanceError(f"{what} raised on {label}: {_crash(error)}") from None
+        if turn:
+            require(isinstance(result, tuple) and len(result) == 4, f"{what} on {label}: it must return 4 values")
+            result = result[2]
+        require(isinstance(result, (int, float)) and not isinstance(result, bool) and 0.0 <= result <= 1.0,
+                f"{what} on {label}: score {result!r} is outside [0, 1]")
+
     def check_solution_scores_one(self) -> None:
         for plan, identity, prompt in self.cases():
             answer = self.solution(identity)
@@ -648,6 +802,20 @@ class Conformance:
 
 #: the checks in the order they run
 CHECKS = tuple(name[len("check_"):] for name in vars(Conformance) if name.startswith("check_"))
+
+
+def _respond_once(interaction: Any, identity: dict, messages: list[dict]) -> tuple:
+    """One ``generate_response`` on a fresh instance, on an event loop of this thread; the interaction is finalized."""
+    import anyio
+
+    async def respond() -> tuple:
+        instance_id = await interaction.start_interaction(None, identity=identity)
+        try:
+            return await interaction.generate_response(instance_id, messages)
+        finally:
+            await interaction.finalize_interaction(instance_id)
+
+    return anyio.run(respond)
 
 
 def _check_execute_result(result: Any) -> None:

@@ -16,7 +16,7 @@ import attrs
 if TYPE_CHECKING:
     from bootcamp_core.plugin.loader import Registry
 
-__all__ = ["DEMO_LIMITS", "DemoResult", "plan_demo", "run_demo"]
+__all__ = ["DEMO_LIMITS", "DemoResult", "plan_demo", "print_generator_table", "run_demo"]
 
 HELP = "generate, evaluate with reference agents and post-process every installed bootcamp (offline)"
 DESCRIPTION = """\
@@ -25,7 +25,10 @@ test set, roll it out with the reference agents, score it, write the report and 
 training data. No network, no API key. Everything goes into one folder (default: demo):
   DIR/data/demo_test.jsonl     the generated test set, every bootcamp's records
   DIR/eval/                    results.jsonl, summary.json, summary.csv, report.html
-  DIR/eval/training_data.jsonl the solved trajectories as training data"""
+  DIR/eval/training_data.jsonl the solved trajectories as training data
+
+Exit status: 0 done; 1 a configuration error; 2 usage; 4 more than 2% of the episodes ended in an
+infrastructure error (everything is written first); 130 interrupted."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,9 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    run_demo(Path(args.output_dir), samples=args.samples, seed=args.seed, max_concurrent=args.max_concurrent,
-             progress=not args.quiet)
-    return 0
+    """Exit status as ``bootcamp eval``'s: 1 a configuration error, 4 too many infrastructure errors, 130 interrupted."""
+    from bootcamp_core.cli.eval import infrastructure_verdict
+
+    result = run_demo(Path(args.output_dir), samples=args.samples, seed=args.seed, max_concurrent=args.max_concurrent,
+                      progress=not args.quiet)
+    return infrastructure_verdict(result.summary)
 
 
 @attrs.define
@@ -106,7 +112,8 @@ def run_demo(
         (result.dataset,) = concat_outputs(reports, data_dir, name="demo")
     result.summary = run_evaluation(
         EvalConfig(dataset_path=result.dataset, output_dir=eval_dir, policy="reference",
-                   max_concurrent=max_concurrent, overwrite=True, limits=RolloutLimits(**DEMO_LIMITS)),
+                   max_concurrent=max_concurrent, overwrite=True, limits=RolloutLimits(**DEMO_LIMITS),
+                   explicit_limits=frozenset()),  # a generator's recommended limits (TaskGenerator.limits) first
         registry=registry,
         progress=progress,
     )
@@ -117,27 +124,41 @@ def run_demo(
     return result
 
 
-#: reference agents end their episodes themselves; some tasks (a 10-hand poker match) take dozens of turns, more
-#: than `bootcamp eval`'s defaults, which follow the original framework
+#: reference agents end their episodes themselves; some tasks take dozens of turns, more than `bootcamp eval`'s
+#: defaults, which follow the original framework. A generator's own ``limits`` replace these.
 DEMO_LIMITS = {"max_assistant_turns": 200, "max_user_turns": 400}
 
 
-def _print_summary(result: DemoResult) -> None:
+def print_generator_table(summary: dict, *, title: str) -> None:
+    """The per-(data source, generator) table of an evaluation summary, as ``bootcamp demo`` and ``bootcamp eval``
+    end with it. A mean or rate is never rounded onto 0 or 1 when it is neither (``score_text``)."""
     from rich.table import Table
 
     from bootcamp_core.cli.helpers import output_console
+    from bootcamp_core.evaluate.report import score_text
 
-    table = Table(title="bootcamp demo: reference agents on freshly generated tasks")
-    for column in ("data source", "generator", "episodes", "score", "pass@1", "turns", "tool calls", "infra errors"):
+    def rate(value: float) -> str:
+        text = f"{value:.3f}"
+        return score_text(value) if text in ("0.000", "1.000") and value not in (0.0, 1.0) else text
+
+    table = Table(title=title)
+    for column in ("data source", "generator", "episodes", "score", "solved", "pass@1", "turns", "tool calls",
+                   "infra errors"):
         table.add_column(column, justify="left" if column in {"data source", "generator"} else "right")
-    for group in result.summary.get("groups", []):
+    for group in summary.get("groups", []):
         table.add_row(
-            group["data_source"], group["generator"], str(group["count"]), f"{group['mean_score']:.3f}",
-            f"{group['pass_at_k'].get('pass@1', 0.0):.3f}", f"{group['mean_assistant_turns']:.2f}",
-            str(group["tool_calls"]), str(group["infrastructure_errors"]),
+            group["data_source"], group["generator"], str(group["count"]), rate(group["mean_score"]),
+            rate(group.get("solved_rate", 0.0)), rate(group["pass_at_k"].get("pass@1", 0.0)),
+            f"{group['mean_assistant_turns']:.2f}", str(group["tool_calls"]), str(group["infrastructure_errors"]),
         )
+    output_console().print(table)
+
+
+def _print_summary(result: DemoResult) -> None:
+    from bootcamp_core.cli.helpers import output_console
+
+    print_generator_table(result.summary, title="bootcamp demo: reference agents on freshly generated tasks")
     console = output_console()
-    console.print(table)
     training = sum(1 for _ in open(result.training_data, encoding="utf-8")) if result.training_data else 0
     for line in (f"dataset        {result.dataset}", f"trajectories   {result.results}",
                  f"report         {result.report}", f"training data  {result.training_data} ({training} records)",

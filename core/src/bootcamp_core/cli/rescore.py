@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from bootcamp_core.cli.helpers import json_object_flag
+    from bootcamp_core.evaluate.report import score_text
     from bootcamp_core.rescore import rescore_results
 
     verify_kwargs = json_object_flag(args.verify_correction_kwargs, "--verify-correction-kwargs")
@@ -39,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{report.lines} lines: {report.rescored} re-scored, {len(report.changes)} changed, "
           f"{report.infrastructure_failures} infrastructure failures kept, {len(report.skipped)} skipped")
-    print(f"mean score {report.mean_before:.4f} -> {report.mean_after:.4f}")
+    print(f"mean score {score_text(report.mean_before)} -> {score_text(report.mean_after)}")
     for change in report.changes[: args.show]:
-        print(f"  line {change.line}: {change.old_score:.4f} -> {change.new_score:.4f}  ({change.data_source}, "
+        print(f"  line {change.line}: {score_text(change.old_score)} -> {score_text(change.new_score)}  ({change.data_source}, "
               f"{(change.id or '')[:16]})")
     if len(report.changes) > args.show:
         print(f"  ... and {len(report.changes) - args.show} more")

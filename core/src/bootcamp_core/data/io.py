@@ -2,6 +2,8 @@
 
 Writers stream (nothing holds a whole split) and are atomic: they write ``<name>.tmp-<pid>`` beside the target and
 rename it into place only when complete, so an interrupted run never leaves a half-written file under the real name.
+A full disk (or quota) is a :class:`~bootcamp_core.plugin.errors.ConfigError` naming the file; the target keeps what
+it held before.
 
 Every layout comes from one value, :data:`~bootcamp_core.data.schema.RECORD_SCHEMA` (or an extension of it, passed as
 ``schema``): the Arrow schema, Parquet rows and the normalisation of what was read. In Parquet every copy of the
@@ -10,11 +12,13 @@ A prompt message's text goes in ``content``; a list of content parts (vision tas
 ``content_parts`` with ``content`` null, so the two never mix up on the way back.
 
 :func:`jsonl_lines` is the one reader of JSON lines: records, results and re-scoring all read through it, each deciding
-what an unreadable line means for it.
+what an unreadable line means for it. A file that is not UTF-8, or not Parquet, or a Parquet file without the
+columns of records, is a ``ConfigError`` naming the file (and the line).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -25,6 +29,7 @@ from typing import IO, Any
 import attrs
 
 from bootcamp_core.data.schema import RECORD_SCHEMA, RecordSchema, dumps
+from bootcamp_core.plugin.errors import ConfigError
 
 __all__ = [
     "AtomicFile",
@@ -45,6 +50,17 @@ __all__ = [
 
 PARQUET_BATCH_ROWS = 4096
 
+#: errno values of a write that found no room: the disk is full or the user's quota is spent
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def no_space_error(path: str | os.PathLike, error: OSError) -> ConfigError | None:
+    """The one-line error for a write to ``path`` that failed for want of space, or None for another failure."""
+    if error.errno not in _NO_SPACE:
+        return None
+    return ConfigError(f"cannot write {path}: {error.strerror or os.strerror(error.errno)}; free some space and "
+                       "run again")
+
 
 class AtomicFile:
     """A file written under a temporary name and renamed into place on success (removed on failure)."""
@@ -63,11 +79,19 @@ class AtomicFile:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         assert self.handle is not None
-        self.handle.close()
-        if exc_type is None:
+        try:
+            self.handle.close()  # flushes: a full disk may only show here
+        except OSError as error:
+            if exc is None:
+                exc = error
+        if exc is None:
             os.replace(self.temporary, self.path)
-        else:
-            self.temporary.unlink(missing_ok=True)
+            return
+        self.temporary.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and (full := no_space_error(self.path, exc)) is not None:
+            raise full from None
+        if exc_type is None:  # the close failed for another reason
+            raise exc
 
 
 class JsonlWriter:
@@ -114,10 +138,19 @@ def jsonl_lines(path: str | os.PathLike) -> Iterator[JsonLine]:
     """Every non-blank line of a JSONL file, parsed; a line that is not a JSON object carries its ``error`` instead.
 
     The one reader of JSON lines: record files raise on such a line, results files skip it (a kill cuts the last
-    line), re-scoring keeps it byte for byte.
+    line), re-scoring keeps it byte for byte. A line that is not UTF-8 carries the error ``not valid UTF-8 ...`` (its
+    ``text`` decoded with replacement characters), so one cut character never makes a whole file unreadable.
     """
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, 1):
+    with open(path, "rb") as handle:
+        for number, data in enumerate(handle, 1):
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as error:
+                yield JsonLine(number, data.decode("utf-8", "replace"),
+                               error=f"not valid UTF-8 (byte 0x{data[error.start]:02x} at column {error.start + 1})")
+                continue
+            if text.endswith("\r\n"):  # as text mode reads it
+                text = text[:-2] + "\n"
             if not text.strip():
                 continue
             try:
@@ -132,10 +165,11 @@ def jsonl_lines(path: str | os.PathLike) -> Iterator[JsonLine]:
 
 
 def read_jsonl(path: str | os.PathLike, schema: RecordSchema = RECORD_SCHEMA) -> Iterator[dict]:
-    """Records of a JSONL file, identities as objects. A broken line is an error naming file and line."""
+    """Records of a JSONL file, identities as objects. A broken line (not JSON, not UTF-8) is a
+    :class:`~bootcamp_core.plugin.errors.ConfigError` naming file and line."""
     for line in jsonl_lines(path):
         if line.error is not None:
-            raise ValueError(f"{path}:{line.number}: {line.error}")
+            raise ConfigError(f"{path}:{line.number}: {line.error}")
         yield schema.normalize(line.value)
 
 
@@ -235,19 +269,54 @@ class ParquetWriter:
                 self.flush()
             if self._writer is not None:
                 self._writer.close()
-        finally:
-            self._atomic.__exit__(exc_type, exc, tb)
+        except BaseException as error:
+            if exc is not None:  # the first failure is the one to report; the file goes either way
+                self._atomic.__exit__(exc_type, exc, tb)
+                return
+            # a failed last write (a full disk) must not rename an incomplete file into place
+            self._atomic.__exit__(type(error), error, error.__traceback__)
+            raise
+        self._atomic.__exit__(exc_type, exc, tb)
 
 
 def read_parquet(path: str | os.PathLike, batch_rows: int = PARQUET_BATCH_ROWS,
                  schema: RecordSchema = RECORD_SCHEMA) -> Iterator[dict]:
-    """Records of a Parquet file (ours, an earlier version's, or a verl export), identities as objects, streamed."""
+    """Records of a Parquet file (ours, an earlier version's, or a verl export), identities as objects, streamed.
+
+    A file that is not Parquet, or whose columns are not those of records, is a
+    :class:`~bootcamp_core.plugin.errors.ConfigError` naming it.
+    """
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    parquet = pq.ParquetFile(path)
-    for batch in parquet.iter_batches(batch_size=batch_rows):
-        for row in batch.to_pylist():
-            yield schema.from_row(row)
+    try:
+        parquet = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        raise ConfigError(f"{path}: not a Parquet file ({_first_line(error)})") from None
+    columns = parquet.schema_arrow.names
+    missing = [name for name in _RECORD_COLUMNS if name in {field.name for field in schema.fields}
+               and name not in columns]
+    if missing:
+        shown = ", ".join(columns[:8]) + (", ..." if len(columns) > 8 else "")
+        raise ConfigError(f"{path}: not a records file: no column {' or '.join(missing)} (its columns: "
+                          f"{shown or 'none'})")
+    try:
+        for batch in parquet.iter_batches(batch_size=batch_rows):
+            for row in batch.to_pylist():
+                yield schema.from_row(row)
+    except pa.ArrowException as error:
+        raise ConfigError(f"{path}: unreadable Parquet data ({_first_line(error)})") from None
+
+
+#: Columns without which a Parquet file holds no records (the rest may be missing in other writers' files)
+_RECORD_COLUMNS = ("prompt", "extra_info")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def read_records(path: str | os.PathLike, schema: RecordSchema = RECORD_SCHEMA) -> Iterator[dict]:

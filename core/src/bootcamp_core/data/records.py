@@ -157,8 +157,12 @@ class EpisodeResult:
     extracted_output: Any = None
     ground_truth: Any = None
     score: float = 0.0
+    #: score >= the reward's solved_threshold (DESIGN.md), so reports need no plugin installed
+    solved: bool = False
     success: bool = True
     error_type: str | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.in_(ERROR_TYPES)))
+    #: what went wrong, one of a documented list (None when nothing did)
+    error_kind: str | None = None
     error: str | None = None
     finish_reason: str = ""
     reached_max_turns: bool = False

@@ -46,8 +46,10 @@ from bootcamp_core.episode.off_loop import run_off_loop
 from bootcamp_core.episode.scoring import score_trajectory
 from bootcamp_core.episode.tool_calls import run_tool_calls
 from bootcamp_core.plugin.backends import tool_backend
+from bootcamp_core.plugin.components import is_solved
 from bootcamp_core.plugin.errors import InfrastructureError, ModelError, UnknownIdError
 from bootcamp_core.plugin.loader import Registry, get_registry
+from bootcamp_core.plugin.off_loop import OffLoopTimeout, run_coroutine_off_loop
 
 __all__ = ["RolloutLimits", "PolicyTurn", "Policy", "episode_id", "run_episode", "FINISH_REASONS"]
 
@@ -72,12 +74,16 @@ class RolloutLimits:
     (the model needs a reply for every ``tool_call_id``), so ``user_turns`` may end above ``max_user_turns`` by the
     calls of the last turn; the episode then ends with ``finish_reason`` ``"max_user_turns"``.
     ``tool_timeout_s`` bounds each tool call on its own; ``episode_timeout_s`` the whole episode, cleanup excluded.
+    ``reward_timeout_s`` bounds each call of plugin code run off the event loop (the reward's scoring, each
+    ``generate_response`` of the interaction): past it the call is abandoned and the episode ends as a model-side
+    ``reward_timeout`` with score 0.
     """
 
     max_assistant_turns: int = attrs.field(default=10, validator=attrs.validators.ge(1))
     max_user_turns: int = attrs.field(default=20, validator=attrs.validators.ge(1))
     tool_timeout_s: float = attrs.field(default=60.0, validator=attrs.validators.gt(0))
     episode_timeout_s: float = attrs.field(default=600.0, validator=attrs.validators.gt(0))
+    reward_timeout_s: float = attrs.field(default=60.0, validator=attrs.validators.gt(0))
 
 
 @attrs.frozen(kw_only=True)
@@ -167,7 +173,12 @@ async def _loop(episode: _Episode, policy: Policy, sample: GeneratedSample, sche
         calls = message.get("tool_calls")
         if calls:
             started = time.perf_counter()
-            results = await run_tool_calls(episode.tools, episode.instance_id, calls, timeout_s=limits.tool_timeout_s)
+            try:
+                results = await run_tool_calls(episode.tools, episode.instance_id, calls,
+                                               timeout_s=limits.tool_timeout_s)
+            except InfrastructureError as error:  # a tool server or backend failed under the call
+                error.kind = error.kind or "tool_server"
+                raise
             episode.tools_s += time.perf_counter() - started
             for result in results:
                 episode.tool_calls.append(result)
@@ -182,12 +193,36 @@ async def _loop(episode: _Episode, policy: Policy, sample: GeneratedSample, sche
             continue
         if interaction is None:
             return "answered"
-        terminate, feedback, turn_score, _extra = await interaction.generate_response(episode.instance_id, messages)
+        terminate, feedback, turn_score, _extra = await _respond(interaction, episode.instance_id, messages, limits)
         episode.turn_scores.append(float(turn_score))
         episode.user_turns += 1
         if terminate:
             return "terminated"
         messages.append({"role": "user", "content": feedback})
+
+
+class _AnswerFailure(ModelError):
+    """Plugin code gave up on the model's answer (past its limit, or crashed on it): the episode ends, score 0."""
+
+
+async def _respond(interaction: Any, instance_id: str, messages: list[dict], limits: RolloutLimits) -> tuple:
+    """The interaction's reply, run off the event loop (its sync work on model output cannot stall other episodes).
+
+    Past ``limits.reward_timeout_s`` it is abandoned, and a crash other than an :class:`InfrastructureError` is the
+    plugin failing on what the model wrote: either way a model-side error, never re-run.
+    """
+    try:
+        return await run_coroutine_off_loop(lambda: interaction.generate_response(instance_id, messages),
+                                            timeout_s=limits.reward_timeout_s)
+    except OffLoopTimeout as error:
+        raise _AnswerFailure(f"{type(interaction).name}.generate_response {error}", kind="reward_timeout") from None
+    except (InfrastructureError, ModelError):
+        raise
+    except Exception as error:
+        logger.warning("%s.generate_response failed on the model's answer: %s: %s", type(interaction).name,
+                       type(error).__name__, error, exc_info=logger.isEnabledFor(logging.DEBUG))
+        raise _AnswerFailure(f"{type(interaction).name}.generate_response failed on the model's answer: "
+                             f"{type(error).__name__}: {error}", kind="model_error") from None
 
 
 @attrs.frozen
@@ -290,7 +325,11 @@ async def run_episode(
     - the policy raised :class:`ModelError` (the endpoint rejected the request itself, e.g. HTTP 400 "maximum context
       length exceeded"): the episode ends, ``finish_reason`` ``"error"``, ``error_type`` ``"model"``, ``success``
       True and scored as usual, since running it again gives the same answer (resume does not repeat it);
-    - an :class:`InfrastructureError` (or a plugin bug) from the policy, a tool or the interaction: ``success``
+    - the interaction's ``generate_response`` or the reward's scoring (both run off the event loop) ran past
+      ``limits.reward_timeout_s`` (abandoned: ``error_kind`` ``"reward_timeout"``) or crashed on the model's answer
+      (``"model_error"``): the episode ends, ``finish_reason`` ``"error"``, ``error_type`` ``"model"``, ``success``
+      True, score 0, never re-run;
+    - an :class:`InfrastructureError` (or a plugin bug) from the policy, a tool or the interaction's start: ``success``
       False, ``error_type`` ``"infrastructure"``, ``finish_reason`` ``"error"`` (``"episode_timeout"`` for the
       episode timeout), score 0, not rewarded.
 
@@ -329,6 +368,8 @@ async def run_episode(
     started_interaction = False
     infrastructure: str | None = None
     model_failure: str | None = None
+    error_kind: str | None = None
+    answer_failed = False  # plugin code gave up on the model's answer: score 0, no scoring
     finish = "error"
     tool_scores: dict[str, float] = {}
     try:
@@ -348,17 +389,18 @@ async def run_episode(
                 try:
                     finish = await _loop(episode, policy, sample, plan.schemas, interaction, limits, rng)
                 except ModelError as error:  # the policy could not produce a usable turn: the episode ends, scored
-                    model_failure = str(error)
+                    model_failure, error_kind = str(error), error.kind
+                    answer_failed = isinstance(error, _AnswerFailure)
                 # Whenever nothing outside the model failed, the tools say how the episode went (tool_scores).
                 for name, tool in tools.items():
                     tool_scores[name] = float(await tool.calc_reward(episode.instance_id))
             except InfrastructureError as error:
-                infrastructure = str(error)
+                infrastructure, error_kind = str(error), error.kind or "infrastructure"
             except Exception as error:  # a plugin or policy bug: this episode fails, the evaluation goes on
                 logger.warning("episode %s failed: %s: %s", key, type(error).__name__, error, exc_info=True)
-                infrastructure = f"{type(error).__name__}: {error}"
+                infrastructure, error_kind = f"{type(error).__name__}: {error}", "plugin_error"
         if deadline.cancelled_caught:
-            finish = "episode_timeout"
+            finish, error_kind = "episode_timeout", "episode_timeout"
             infrastructure = f"the episode timed out after {limits.episode_timeout_s:g} s"
     finally:
         # Shielded: a cancelled evaluation still releases every tool and finalizes the interaction, within bounds.
@@ -392,10 +434,20 @@ async def run_episode(
             return score_trajectory(reward, sample.identity, verify_kwargs=verify_kwargs, **kwargs)
 
         # Sync reward code runs off the event loop (batched, see off_loop), so a slow verifier never stalls the
-        # other episodes.
-        score, extracted = await run_off_loop(score_it)
+        # other episodes; past its limit it is abandoned, and a crash is the reward failing on the model's answer.
+        if not answer_failed:
+            try:
+                score, extracted = await run_off_loop(score_it, timeout_s=limits.reward_timeout_s)
+            except OffLoopTimeout as error:
+                model_failure, error_kind, finish = f"{type(reward).name}.verify_score {error}", "reward_timeout", "error"
+            except Exception as error:
+                logger.warning("%s.verify_score failed on the model's answer: %s: %s", type(reward).name,
+                               type(error).__name__, error, exc_info=logger.isEnabledFor(logging.DEBUG))
+                model_failure = f"{type(reward).name}.verify_score failed: {type(error).__name__}: {error}"
+                error_kind, finish = "model_error", "error"
         if model_failure is not None or episode.model_errors:
             error_type = "model"
+            error_kind = error_kind or ("model_error" if model_failure is not None else "tool_call")
             error_text = model_failure or (
                 f"{episode.model_errors} tool call error{'s' if episode.model_errors != 1 else ''}; "
                 f"first: {episode.first_model_error}"
@@ -412,8 +464,10 @@ async def run_episode(
         extracted_output=extracted,
         ground_truth=sample.identity,
         score=score,
+        solved=success and is_solved(score, getattr(reward, "solved_threshold", 1.0)),
         success=success,
         error_type=error_type,
+        error_kind=error_kind,
         error=error_text,
         finish_reason=finish,
         reached_max_turns=finish in ("max_assistant_turns", "max_user_turns"),

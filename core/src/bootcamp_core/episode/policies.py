@@ -19,12 +19,20 @@ from typing import Any
 
 from bootcamp_core.data.records import GeneratedSample
 from bootcamp_core.episode.engine import PolicyTurn
-from bootcamp_core.episode.retries import RetryableError, RetryPolicy, retry_after_seconds, with_retries
+from bootcamp_core.episode.retries import (
+    AdaptiveConcurrency,
+    RetryableError,
+    RetryPolicy,
+    RetryStats,
+    retry_after_seconds,
+    with_retries,
+)
 from bootcamp_core.plugin.errors import ConfigError, InfrastructureError, ModelError
 from bootcamp_core.plugin.loader import Registry, get_registry
 
 __all__ = [
     "OpenAIPolicy",
+    "PreflightError",
     "ReferencePolicy",
     "make_policy",
     "normalize_api_url",
@@ -38,6 +46,30 @@ CONNECTIONS_PER_CLIENT = 64
 #: HTTP statuses that reject the request itself, deterministically (400 bad request, 413 too large, 422 e.g. "maximum
 #: context length exceeded"): a :class:`ModelError` that ends the episode as scored, never retried or resumed.
 MODEL_ERROR_STATUSES = frozenset({400, 413, 422})
+#: The preflight's retries of transient failures (429, 5xx, a malformed answer) stop after this many seconds.
+PREFLIGHT_BUDGET_S = 30.0
+#: A header on the preflight's test request, so a server (or a test double) can tell it from an episode's turns.
+PREFLIGHT_HEADER = "X-Bootcamp-Preflight"
+
+
+class PreflightError(InfrastructureError):
+    """The check before a run (endpoint reachable, key accepted, model served, one tiny request) failed; ``bootcamp
+    eval`` exits 3 on it."""
+
+
+def status_kind(status: int) -> str:
+    """The ``error_kind`` (:data:`~bootcamp_core.plugin.errors.ERROR_KINDS`) of an HTTP error status."""
+    if status in (401, 403):
+        return "auth"
+    if status == 404:
+        return "not_found"
+    if status == 429:
+        return "rate_limited"
+    if status >= 500 or status == 408:
+        return "server_error"
+    if status in MODEL_ERROR_STATUSES:
+        return "request_rejected"
+    return "http_error"
 
 
 def normalize_api_url(url: str) -> str:
@@ -120,6 +152,7 @@ class OpenAIPolicy:
         retry: RetryPolicy | None = None,
         request_timeout_s: float = 600.0,
         max_connections: int = 2000,
+        max_concurrency: int | None = None,
     ) -> None:
         self.api_url = normalize_api_url(api_url)
         self.model = model
@@ -129,6 +162,10 @@ class OpenAIPolicy:
         self.retry = retry or RetryPolicy()
         self.request_timeout_s = request_timeout_s
         self.max_connections = max_connections
+        #: requests in flight, lowered on bursts of 429s and raised again as answers come
+        self.concurrency = AdaptiveConcurrency(max_concurrency or max_connections)
+        #: retries and the time spent waiting before them, over every request of this policy
+        self.retry_stats = RetryStats()
         # Several small clients instead of one big pool: httpx's pool scans all its connections on every request,
         # so one pool of 1,000 connections costs O(n) per request and throughput collapses at high concurrency
         # (bench/bench_rollout.py (c): episodes/s at concurrency 1,000 over the best level, target >= 0.8).
@@ -193,37 +230,48 @@ class OpenAIPolicy:
     async def _request(self, **kwargs: Any) -> Any:
         import openai
 
+        round_ = await self.concurrency.acquire()
+        throttled = False
         index = self._pick()
         self._in_flight[index] += 1
         try:
-            return await self._clients[index].chat.completions.create(**kwargs)
+            return _checked(await self._clients[index].chat.completions.create(**kwargs), self.api_url)
         except openai.APIStatusError as error:
             status = error.status_code
-            if status == 429 or status >= 500 or status == 408:
+            kind = status_kind(status)
+            throttled = status == 429
+            if kind in ("rate_limited", "server_error"):
                 raise RetryableError(
                     self._describe(error), retry_after=retry_after_seconds(error.response.headers),
-                    subject=self._subject(error), detail=self._detail(error),
+                    subject=self._subject(error), detail=self._detail(error), kind=kind,
                 ) from None
-            if status in MODEL_ERROR_STATUSES:
+            if kind == "request_rejected":
                 # The request itself is what the server refuses (too long a context, a malformed turn): the same
                 # request gets the same answer, so this is the model's episode ending, not a failure to resume.
-                raise ModelError(self._describe(error)) from None
+                raise ModelError(self._describe(error), kind=kind) from None
             # 401/403/404 and the rest: a wrong key, model or URL, which needs the user, not a retry
-            raise InfrastructureError(self._describe(error)) from None
+            raise InfrastructureError(self._describe(error), kind=kind) from None
         except openai.APIConnectionError as error:  # refused, reset, timed out
+            kind = "timeout" if isinstance(error, openai.APITimeoutError) else "endpoint_unreachable"
             raise RetryableError(
-                self._describe(error), subject=self._subject(error), detail=self._detail(error)
+                self._describe(error), subject=self._subject(error), detail=self._detail(error), kind=kind,
+            ) from None
+        except ValueError as error:  # a 200 whose body is no JSON (cut short): the SDK's JSONDecodeError
+            raise RetryableError(
+                f"{self.api_url} answered with a malformed body: {error}", subject=f"malformed answer from "
+                f"{self.api_url}", detail=f"{type(error).__name__}: {error}", kind="malformed_response",
             ) from None
         finally:
             self._in_flight[index] -= 1
+            self.concurrency.release(round_, throttled=throttled)
 
     async def __call__(
         self, messages: list[dict], tools: list[dict], record: GeneratedSample, rng: random.Random
     ) -> PolicyTurn:
         """One chat completion, retried on infrastructure failures; the answer as an assistant message.
 
-        Raises :class:`InfrastructureError` when the endpoint keeps failing (connection, timeout, 429, 5xx after the
-        retries; 401/403/404 and other 4xx at once) and :class:`ModelError` when it rejects the request itself
+        Raises :class:`InfrastructureError` when the endpoint keeps failing (connection, timeout, 429, 5xx or a
+        malformed answer until the retry budget is spent; 401/403/404 and other 4xx at once) and :class:`ModelError` when it rejects the request itself
         (:data:`MODEL_ERROR_STATUSES`), which no retry or resume can change.
         """
         kwargs: dict[str, Any] = {"model": self.model, "messages": _outgoing(messages)}
@@ -235,9 +283,8 @@ class OpenAIPolicy:
         async def attempt() -> Any:
             return await self._request(**kwargs)
 
-        completion = await with_retries(attempt, self.retry, rng, describe=self._describe, what="chat completion")
-        if not completion.choices:
-            raise InfrastructureError(f"{self.api_url} answered with no choices")
+        completion = await with_retries(attempt, self.retry, rng, describe=self._describe, what="chat completion",
+                                        stats=self.retry_stats)
         choice = completion.choices[0].message
         message: dict[str, Any] = {"role": "assistant", "content": choice.content}
         if choice.tool_calls:
@@ -258,19 +305,74 @@ class OpenAIPolicy:
         return PolicyTurn(message=message, usage=counts)
 
     async def check(self) -> None:
-        """One cheap request (the model list) so a dry run fails early and clearly on a bad URL or key."""
+        """The preflight (and ``--dry-run``'s endpoint check): the endpoint answers, takes the key, serves the model
+        and answers one tiny request; else a :class:`PreflightError` naming the cause, in one line.
+
+        A connection refused, a wrong key (401/403) or URL (404) fails at once; 429, 5xx and malformed answers are
+        retried for up to :data:`PREFLIGHT_BUDGET_S` (a storm must not fail a run before it starts). An endpoint
+        without a model list (404 on ``/models``) is asked the tiny request only.
+        """
         import openai
 
+        def failed(error: BaseException) -> PreflightError:
+            text = str(error) if isinstance(error, (InfrastructureError, ModelError)) else self._describe(error)
+            cause = getattr(error, "kind", None)
+            if isinstance(error, openai.APIStatusError):
+                cause = status_kind(error.status_code)
+            elif isinstance(error, openai.APIConnectionError):
+                cause = "timeout" if isinstance(error, openai.APITimeoutError) else "endpoint_unreachable"
+            reason = {"auth": "the API key was refused", "not_found": "wrong URL or model name",
+                      "endpoint_unreachable": "nothing answers there", "timeout": "the endpoint did not answer in "
+                      f"{self.request_timeout_s:g} s"}.get(str(cause), "")
+            return PreflightError(f"endpoint check failed{f' ({reason})' if reason else ''}: {text}",
+                                  kind=cause or "infrastructure")
+
         try:
-            await self._client.models.list()
+            served = [model.id async for model in self._client.models.list()]
         except openai.APIStatusError as error:
-            raise InfrastructureError(f"endpoint check failed: {self._describe(error)}") from None
+            if error.status_code != 404:
+                raise failed(error) from None
+            served = []  # no model list here: the tiny request below says whether the model is served
         except openai.APIConnectionError as error:
-            raise InfrastructureError(f"endpoint check failed: {self._describe(error)}") from None
+            raise failed(error) from None
+        if served and self.model not in served:
+            listed = ", ".join(served[:10]) + (f" and {len(served) - 10} more" if len(served) > 10 else "")
+            raise PreflightError(f"endpoint check failed: model {self.model!r} is not served by {self.api_url} "
+                                 f"(it serves {listed}); pass one of them as api_model, or skip this check with "
+                                 "--no-preflight if the endpoint serves models it does not list", kind="not_found")
+        kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": "Say OK."}],
+                                  "max_tokens": 1, "extra_headers": {PREFLIGHT_HEADER: "1"}}
+        if self.extra_params:
+            kwargs["extra_body"] = self.extra_params
+
+        def transient(error: BaseException) -> bool:
+            return isinstance(error, RetryableError) and error.kind != "endpoint_unreachable"
+
+        budget = RetryPolicy(budget_s=min(PREFLIGHT_BUDGET_S, self.retry.budget_s), base_s=self.retry.base_s,
+                             max_s=self.retry.max_s)
+        try:
+            await with_retries(lambda: self._request(**kwargs), budget, describe=self._describe,
+                               what="the test request", retryable=transient)
+        except (InfrastructureError, ModelError) as error:
+            raise failed(error) from None
 
     async def aclose(self) -> None:
         for client in self._clients:
             await client.close()
+
+
+def _checked(completion: Any, url: str) -> Any:
+    """``completion`` when it holds an assistant message; a malformed answer (``choices: []``, a null message, no
+    object at all) is a transient infrastructure failure, retried like a 500."""
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        problem = "no choices" if isinstance(choices, list) else f"no chat completion ({type(completion).__name__})"
+    elif getattr(choices[0], "message", None) is None:
+        problem = "a choice without a message"
+    else:
+        return completion
+    raise RetryableError(f"{url} answered with {problem}", subject=f"malformed answer from {url}",
+                         detail=problem, kind="malformed_response")
 
 
 class ReferencePolicy:
@@ -355,6 +457,7 @@ def make_policy(
     registry: Registry | None = None,
     retry: RetryPolicy | None = None,
     request_timeout_s: float = 600.0,
+    max_concurrency: int | None = None,
 ) -> OpenAIPolicy | ReferencePolicy:
     """The policy ``kind`` names: ``reference`` or ``openai``; without one, ``reference`` when no ``api_url`` is given.
 
@@ -372,5 +475,5 @@ def make_policy(
         raise ConfigError("policy openai needs api_model (the model name the endpoint serves)", field="api_model")
     return OpenAIPolicy(
         api_url=api_url, model=api_model, api_key=api_key, extra_headers=extra_headers, extra_params=extra_params,
-        retry=retry, request_timeout_s=request_timeout_s,
+        retry=retry, request_timeout_s=request_timeout_s, max_concurrency=max_concurrency,
     )

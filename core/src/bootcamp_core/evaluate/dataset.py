@@ -14,8 +14,8 @@ from bootcamp_core.data.io import read_jsonl, read_parquet
 from bootcamp_core.data.records import GeneratedSample, normalize_record
 from bootcamp_core.plugin.errors import BootcampError, ConfigError, UnknownIdError
 
-__all__ = ["MAX_LISTED_PROBLEMS", "DatasetCheck", "check_dataset", "check_record", "load_dataset", "registry_filter",
-           "select_records"]
+__all__ = ["MAX_LISTED_PROBLEMS", "DatasetCheck", "check_dataset", "check_record", "load_dataset", "lone_surrogate",
+           "registry_filter", "select_records"]
 
 #: Problems listed by a failed dataset check before "... and N more".
 MAX_LISTED_PROBLEMS = 20
@@ -24,7 +24,8 @@ MAX_LISTED_PROBLEMS = 20
 def load_dataset(path: str | os.PathLike) -> Iterator[dict]:
     """Records of a ``.jsonl``, ``.json`` (a JSON array, or one object per line) or ``.parquet`` file, streamed.
 
-    Identities come back as objects whatever the file held. A broken line is an error naming file and line.
+    Identities come back as objects whatever the file held. A broken line (not JSON, not UTF-8), a JSON file that is
+    not UTF-8 and a Parquet file that is not a records file are errors naming the file (and line).
     """
     path = Path(path)
     if not path.is_file():
@@ -45,11 +46,17 @@ def _checked(records: Iterable[Any], path: Path) -> Iterator[dict]:
 
 
 def _read_json_records(path: Path) -> Iterator[dict]:
-    with open(path, encoding="utf-8") as handle:
+    with open(path, "rb") as handle:
         head = handle.read(4096).lstrip()
-    if head.startswith("["):  # a JSON array; it has to be read whole
+    if head.startswith(b"["):  # a JSON array; it has to be read whole
+        raw = path.read_bytes()
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            line = raw.count(b"\n", 0, error.start) + 1
+            raise ConfigError(f"{path}:{line}: not valid UTF-8 (byte 0x{raw[error.start]:02x})") from None
+        try:
+            data = json.loads(text)
         except json.JSONDecodeError as error:
             raise ConfigError(f"{path}:{error.lineno}:{error.colno}: not valid JSON ({error.msg})") from None
         for number, record in enumerate(data, 1):
@@ -150,6 +157,30 @@ def check_record(record: dict, registry: Any, cache: dict, served: dict[str, set
     return sample, cache[key]
 
 
+def lone_surrogate(value: Any) -> str | None:
+    """Where a JSON value holds a lone surrogate (``"\\ud800"`` in a JSON file decodes to one), as
+    ``"prompt[0].content has a lone surrogate (\\ud800 at character 5)"``; None when it holds none."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            if item.isascii():
+                continue
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as error:
+                return (f"{where or 'the record'} has a lone surrogate (\\u{ord(item[error.start]):04x} at character "
+                        f"{error.start + 1})")
+        elif isinstance(item, dict):
+            for key, child in reversed(list(item.items())):
+                if isinstance(key, str) and lone_surrogate(key) is not None:
+                    return f"a key in {where or 'the record'} has a lone surrogate"
+                stack.append((f"{where}.{key}" if where else str(key), child))
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{index}]", child) for index, child in reversed(list(enumerate(item))))
+    return None
+
+
 @attrs.frozen
 class DatasetCheck:
     """What the check of a selection found: its size, the generators in it and one record of each."""
@@ -172,6 +203,10 @@ def check_dataset(selected: Iterable[tuple[int, dict]], registry: Any, where: An
     count = 0
     for position, record in selected:
         count += 1
+        invalid = lone_surrogate(record)
+        if invalid is not None:  # no request could send it, no results line could hold it
+            raise ConfigError(f"{where}: record {position}: {invalid}, which is not valid Unicode; fix or drop the "
+                              "record")
         sample, problem = check_record(record, registry, cache, served, remote)
         if problem is not None:
             problem_count += 1

@@ -1,6 +1,9 @@
 """The evaluation's HTML report: one self-contained file (inline CSS and SVG, no script, no external resource).
 
 Every value from the results is HTML-escaped, model output included, so a trajectory can never inject markup.
+
+A score is never shown as a passing number when it is not one: :func:`score_text` prints enough digits that an
+unsolved 0.99999997 never reads "1", and each episode is marked solved or not from its line's ``solved``.
 """
 
 from __future__ import annotations
@@ -10,7 +13,19 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["render_report", "histogram_svg"]
+__all__ = ["histogram_svg", "render_report", "score_text"]
+
+
+def score_text(score: float) -> str:
+    """``score`` for display: 4 significant digits, unless those would round it onto 0 or 1 when it is neither;
+    then as many digits as it takes (up to 17), so a failing 0.99999997 never shows as a passing "1"."""
+    text = f"{score:.4g}"
+    if score not in (0.0, 1.0) and text in ("0", "1"):
+        for digits in range(5, 18):
+            text = f"{score:.{digits}g}"
+            if text not in ("0", "1"):
+                break
+    return text
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1b1f24;background:#fff}
@@ -30,7 +45,7 @@ def _e(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
-        return html.escape(f"{value:.4g}")
+        return html.escape(score_text(value))  # 4 significant digits, never rounded onto 0 or 1
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=False, default=repr)
     return html.escape(value, quote=True)
@@ -74,7 +89,8 @@ _SCORE_LABELS = [f"{i / 10:.1f}" for i in range(10)] + ["1"]
 
 _COLUMNS = [("count", "episodes"), ("records", "records"), ("successes", "successes"),
             ("infrastructure_errors", "infra errors"), ("model_errors", "model errors"), ("mean_score", "mean score"),
-            ("mean_assistant_turns", "mean turns"), ("mean_tool_calls", "mean tool calls"),
+            ("solved_rate", "solved rate"), ("mean_assistant_turns", "mean turns"),
+            ("mean_tool_calls", "mean tool calls"),
             ("mean_total_tokens", "mean tokens"), ("total_tokens", "tokens")]
 
 
@@ -105,9 +121,13 @@ def _examples(examples: list[dict]) -> str:
         return '<p class="muted">No episodes.</p>'
     out = []
     for example in examples:
-        solved = example.get("success") and (example.get("score") or 0) >= 1
+        score = float(example.get("score") or 0)
+        solved = example.get("solved")
+        if not isinstance(solved, bool):  # a summary of an older version: no solved per example
+            solved = bool(example.get("success")) and score >= 1
         status = "good" if solved else "bad"
-        summary = (f'<span class="{status}">score {_e(float(example.get("score") or 0))}</span> · '
+        summary = (f'<span class="{status}">score {_e(score_text(score))} · {"solved" if solved else "not solved"}'
+                   '</span> · '
                    f'{_e(example.get("generator"))} · repeat {_e(example.get("repeat"))} · '
                    f'{_e(example.get("finish_reason"))} · {_e(example.get("assistant_turns"))} turns'
                    f'{" · " + _e(example.get("error_type")) + " error" if example.get("error_type") else ""}')

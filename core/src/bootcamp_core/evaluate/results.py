@@ -1,8 +1,19 @@
 """The results file: one line per episode, appended, flushed and fsynced, and its preparation for a resumed run.
 
 Resume: episodes are keyed by ``EpisodeResult.id`` = ``episode_id(record, repeat)``; :func:`prepare_resume` rewrites
-the file atomically without its infrastructure failures (``success`` false), unreadable lines (a line cut by a kill)
-and repeated keys, and returns the keys left, which a resumed run skips.
+the file atomically without its infrastructure failures (``success`` false), its cut-off last line (a kill) and
+repeated keys, and returns the keys left, which a resumed run skips. A file that is not a results file of the dataset
+(a dataset file, lines of another schema, episodes of records the dataset does not hold, unreadable lines before the
+last) is refused with one line and left as it is. A rewrite goes to a complete new file, fsynced, then renamed over
+the old one.
+
+One run at a time per results file: :class:`ResultsLock` holds an ``flock`` on ``<results>.lock`` beside it while a
+run writes, so a second run on the same file is refused; the kernel drops the lock when its process ends, however it
+ends, so a dead run's lock file never blocks anyone. Taking the lock removes the ``<results>.tmp-<pid>`` files of
+processes that no longer run (a rewrite cut by a kill or a full disk).
+
+A write that fails (a full disk) is a :class:`~bootcamp_core.plugin.errors.ConfigError` naming the file; the lines
+written before it are kept.
 """
 
 from __future__ import annotations
@@ -15,13 +26,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bootcamp_core.data.io import AtomicFile, dumps, jsonl_lines
+from bootcamp_core.data.io import AtomicFile, JsonLine, dumps, jsonl_lines
 from bootcamp_core.data.records import EpisodeResult
 from bootcamp_core.episode.engine import episode_id
 from bootcamp_core.evaluate.secrets import Redactor
 from bootcamp_core.plugin.errors import ConfigError
 
-__all__ = ["RESULTS_NAME", "ResultsWriter", "iter_result_lines", "prepare_resume"]
+__all__ = ["RESULTS_NAME", "ResultsLock", "ResultsWriter", "iter_result_lines", "prepare_resume",
+           "remove_stale_temporaries"]
 
 logger = logging.getLogger("bootcamp_core")
 
@@ -42,6 +54,7 @@ class ResultsWriter:
         # secrets that must never reach the file, even if some plugin or error message echoes them
         self._redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
         self.count = 0
+        self._failed = False
 
     def line_for(self, result: EpisodeResult) -> str:
         """The result as one JSON line, secrets masked."""
@@ -55,18 +68,35 @@ class ResultsWriter:
             return self._redactor.text(line)
 
     def write_line(self, line: str) -> None:
-        """Append one line and fsync it."""
+        """Append one line and fsync it; a failed write (a full disk) is a ConfigError naming the file, and every
+        later write is refused, so no line ever follows a cut one."""
         with self._lock:
-            self._handle.write(line + "\n")
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
+            if self._failed:
+                raise ConfigError(f"cannot write {self.path}: an earlier write failed")
+            try:
+                self._handle.write(line + "\n")
+                self._handle.flush()
+                os.fsync(self._handle.fileno())
+            except OSError as error:
+                self._failed = True
+                raise self._write_error(error) from None
             self.count += 1
+
+    def _write_error(self, error: OSError) -> ConfigError:
+        reason = error.strerror or str(error)
+        return ConfigError(f"cannot write {self.path}: {reason}; the {self.count} line(s) this run wrote before are "
+                           f"kept: free some space and continue with resume_from {self.path}", field="resume_from")
 
     def write(self, result: EpisodeResult) -> None:
         self.write_line(self.line_for(result))
 
     def close(self) -> None:
-        self._handle.close()
+        try:
+            self._handle.close()
+        except OSError as error:
+            if not self._failed:  # after a failed write the buffer still holds the line that did not fit
+                self._failed = True
+                raise self._write_error(error) from None
 
     def __enter__(self) -> ResultsWriter:
         return self
@@ -80,15 +110,17 @@ def iter_result_lines(path: str | os.PathLike) -> Iterator[dict]:
     for line in jsonl_lines(path):
         if line.error is None:
             yield line.value
-        elif line.error.startswith("not valid JSON"):
+        elif line.error.startswith(("not valid JSON", "not valid UTF-8")):
             logger.warning("%s:%d: unreadable result line skipped (cut off by a crash?)", path, line.number)
 
 
-def prepare_resume(path: str | os.PathLike) -> tuple[set[str], dict]:
-    """Rewrite a results file atomically without infrastructure failures, unreadable lines and repeated keys.
+def prepare_resume(path: str | os.PathLike, dataset_path: str | os.PathLike | None = None) -> tuple[set[str], dict]:
+    """Check a results file, then rewrite it atomically without infrastructure failures, a cut-off last line and
+    repeated keys (only when there is one of those to drop).
 
-    Returns the keys of the episodes kept (to skip) and counts ``{"kept", "infrastructure", "unreadable",
-    "duplicates"}``.
+    With ``dataset_path``, every line must be an episode of a record of that file. A file that is not a results file
+    (of that dataset) is a :class:`ConfigError` and stays as it is. Returns the keys of the episodes kept (to skip)
+    and counts ``{"kept", "infrastructure", "unreadable", "duplicates"}``.
     """
     path = Path(path)
     counts = {"kept": 0, "infrastructure": 0, "unreadable": 0, "duplicates": 0}
@@ -99,28 +131,218 @@ def prepare_resume(path: str | os.PathLike) -> tuple[set[str], dict]:
         return set(), counts
     if not path.is_file():
         raise ConfigError(f"resume_from {path}: not a file", field="resume_from")
+    if dataset_path is not None and Path(dataset_path).is_file() and path.samefile(dataset_path):
+        raise ConfigError(f"resume_from {path} is the dataset file itself; give the results file of a run on it "
+                          "(its results.jsonl)", field="resume_from")
     finished: set[str] = set()
-    with AtomicFile(path) as target:
-        for read in jsonl_lines(path):
-            if read.error is not None:
-                counts["unreadable"] += 1
-                continue
-            data, line = read.value, read.raw
-            if data.get("success") is False:
-                counts["infrastructure"] += 1
-                continue
-            key = data.get("id")
-            if not isinstance(key, str) or not key:
-                # a line of the original framework: key it the same way we would
-                key = episode_id(data.get("input") or {}, int(data.get("repeat") or 0))
-                data["id"] = key
-                line = dumps(data) + "\n"
-            if key in finished:
-                counts["duplicates"] += 1
-                continue
-            finished.add(key)
-            counts["kept"] += 1
-            target.write(line if line.endswith("\n") else line + "\n")
-        target.flush()
-        os.fsync(target.fileno())
+    drop: set[int] = set()  # line numbers the rewrite leaves out
+    rekey: dict[int, str] = {}  # line number -> key, for lines of the original framework (no id)
+    records: set[str] | None = None  # hashes of the dataset's records, read once the file proves to hold results
+    cut: JsonLine | None = None
+    for read in jsonl_lines(path):
+        if cut is not None:
+            raise _not_results(path, cut.number, f"{cut.error}, and lines follow it (only the last line of a "
+                               "results file can be cut off)")
+        if read.error is not None:
+            if not read.text.lstrip().startswith("{") or read.error == "expected a JSON object":
+                # a line cut by a kill is the start of an object; anything else means another kind of file
+                raise _not_results(path, read.number, f"not a result line ({read.error})")
+            cut = read
+            counts["unreadable"] += 1
+            drop.add(read.number)
+            continue
+        data = read.value
+        problem = _result_problem(data)
+        if problem is not None:
+            raise _not_results(path, read.number, problem)
+        key = data.get("id")
+        if not isinstance(key, str) or not key:
+            try:
+                key = episode_id(data["input"], data.get("repeat") or 0)
+            except (ValueError, TypeError, KeyError) as error:
+                raise _not_results(path, read.number, f"its input is not a record ({error})") from None
+            rekey[read.number] = key
+        if dataset_path is not None:
+            if records is None:
+                records = _record_hashes(dataset_path)
+            if key.rpartition(":")[0] not in records:
+                # keyed some other way (an id written by hand, an earlier key scheme): its input decides
+                try:
+                    key = episode_id(data["input"], data.get("repeat") or 0)
+                except (ValueError, TypeError, KeyError):
+                    key = ""
+                if key.rpartition(":")[0] not in records:
+                    raise _not_results(path, read.number, f"not an episode of a record of {dataset_path} (the "
+                                       "results of another dataset?)")
+                rekey[read.number] = key
+        if data.get("success") is False:
+            counts["infrastructure"] += 1
+            drop.add(read.number)
+            continue
+        if key in finished:
+            counts["duplicates"] += 1
+            drop.add(read.number)
+            continue
+        finished.add(key)
+        counts["kept"] += 1
+    if drop or rekey or not _ends_with_newline(path):
+        with AtomicFile(path) as target:
+            for read in jsonl_lines(path):
+                if read.number in drop:
+                    continue
+                if read.number in rekey:
+                    target.write(dumps({**read.value, "id": rekey[read.number]}) + "\n")
+                else:
+                    target.write(read.raw)
+            target.flush()
+            os.fsync(target.fileno())
+        _fsync_directory(path.parent)
     return finished, counts
+
+
+def _result_problem(data: dict) -> str | None:
+    """Why a JSON object is not a result line (None when it is one): it needs an ``input`` object, a numeric score
+    and an integer repeat (or none)."""
+    score, repeat = data.get("score"), data.get("repeat")
+    if not isinstance(data.get("input"), dict) or isinstance(score, bool) or not isinstance(score, int | float):
+        if "prompt" in data and "score" not in data:
+            return "a record, not a result line (is this the dataset file?)"
+        return "not a result line (it needs an input object and a numeric score)"
+    if repeat is not None and (isinstance(repeat, bool) or not isinstance(repeat, int)):
+        return f"not a result line (repeat {repeat!r} is not an integer)"
+    return None
+
+
+def _not_results(path: Path, number: int, problem: str) -> ConfigError:
+    return ConfigError(f"resume_from {path}:{number}: {problem}; not a results file of this dataset, left as it is",
+                       field="resume_from")
+
+
+def _record_hashes(dataset_path: str | os.PathLike) -> set[str]:
+    """The part of every episode key that names the record, for each record of the dataset file."""
+    from bootcamp_core.evaluate.dataset import load_dataset
+
+    return {episode_id(record, 0).rpartition(":")[0] for record in load_dataset(dataset_path)}
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        if handle.seek(0, os.SEEK_END) == 0:
+            return True
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (where the platform can)."""
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+# -------------------------------------------------------------------------------------------- lock and leftovers
+class ResultsLock:
+    """One run at a time on a results file: an exclusive ``flock`` on ``<results>.lock`` beside it.
+
+    ``with ResultsLock(path):`` refuses (a :class:`ConfigError` naming the holder's pid) when another run holds it.
+    The kernel releases the lock when the holding process ends, even by kill -9, so a lock file left by a dead run
+    is simply taken over. Taking the lock also removes the ``<results>.tmp-<pid>`` files of dead processes.
+    The lock file is removed on release.
+    """
+
+    def __init__(self, results_path: str | os.PathLike) -> None:
+        self.results_path = Path(results_path)
+        self.path = self.results_path.with_name(f"{self.results_path.name}.lock")
+        self._descriptor: int | None = None
+
+    def acquire(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # no advisory locks on this platform: runs are not guarded against each other
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(descriptor, 32).decode("ascii", "replace").strip()
+                os.close(descriptor)
+                by = f" (pid {holder})" if holder.isdigit() else ""
+                raise ConfigError(f"{self.results_path} is being written by another run{by}: wait for it to end, or "
+                                  "write to another file") from None
+            except BaseException:
+                os.close(descriptor)
+                raise
+            # a run releasing the lock removes the file first: a lock on a file no longer there guards nothing
+            try:
+                current = os.stat(self.path)
+            except FileNotFoundError:
+                current = None
+            if current is not None and os.path.samestat(os.fstat(descriptor), current):
+                break
+            os.close(descriptor)
+        try:
+            os.ftruncate(descriptor, 0)
+            os.write(descriptor, f"{os.getpid()}\n".encode("ascii"))
+        except OSError:  # the pid is only for the message of a refused run
+            pass
+        self._descriptor = descriptor
+        remove_stale_temporaries(self.results_path.parent, (self.results_path.name,))
+
+    def release(self) -> None:
+        if self._descriptor is None:
+            return
+        try:
+            self.path.unlink(missing_ok=True)  # while still held, so nobody else holds a lock on the removed file
+        finally:
+            os.close(self._descriptor)
+            self._descriptor = None
+
+    def __enter__(self) -> ResultsLock:  # noqa: PYI034
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def remove_stale_temporaries(directory: str | os.PathLike, names: Iterable[str]) -> list[Path]:
+    """Remove ``<name>.tmp-<pid>`` files in ``directory`` whose process no longer runs; returns those removed."""
+    removed = []
+    directory = Path(directory)
+    for name in names:
+        for candidate in directory.glob(f"{_glob_escape(name)}.tmp-*"):
+            pid = candidate.name[len(name) + len(".tmp-"):]
+            if not pid.isdigit() or int(pid) == os.getpid() or _running(int(pid)):
+                continue
+            try:
+                candidate.unlink()
+            except FileNotFoundError:
+                continue
+            logger.info("removed %s, left by a run that ended before it finished", candidate)
+            removed.append(candidate)
+    return removed
+
+
+def _glob_escape(name: str) -> str:
+    return "".join(f"[{char}]" if char in "*?[" else char for char in name)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    except OSError:
+        return True
+    return True

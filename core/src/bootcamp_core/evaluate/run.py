@@ -16,19 +16,35 @@ modulo ``n``, so the shards of one command line cover its selection exactly once
 machines. Each kept record runs ``repeats`` times (repeat 0..K-1).
 
 Resume (``resume_from=P``): a P that does not exist yet is created empty (the first run of a cluster script that
-always passes it); otherwise P is first rewritten without its infrastructure failures, unreadable lines and repeated
-keys; episodes whose key is left are skipped, the rest run and are appended to P. After a completed run P holds
+always passes it); otherwise P is first rewritten without its infrastructure failures, a cut-off last line and
+repeated keys; episodes whose key is left are skipped, the rest run and are appended to P. A P that is not a results
+file of this dataset is refused and left as it is, and a results file another run is writing is refused
+(:class:`~bootcamp_core.evaluate.results.ResultsLock`). After a completed run P holds
 exactly one line per (record, repeat), and the summary covers all of P.
 
 A real run (not a dry run) first deletes summary.json, summary.csv and report.html in ``output_dir``; they are
 written again at the end, so a run killed midway never leaves a summary that disagrees with the results file.
 
-Secrets: the API key in use (``api_key``, else ``$OPENAI_API_KEY``) and the values of ``api_extra_headers`` are
+Secrets: the API key in use (``api_key``, else ``$OPENAI_API_KEY``), the values of ``api_extra_headers`` and the
+credentials inside URLs (``api_url``, ``tool_server``, tool-config URLs: ``user:PASSWORD@``, ``?api_key=``) are
 never written — not to results, summary, report or ``evaluation_config`` — and are masked in the log records of the
 run, even when a server or plugin echoes them (:mod:`.secrets`).
 
 Tools that a tool config (or ``tool_server``) puts on a backend are checked to be served before any episode
-starts, through the backend the entry's ``type:`` names (:mod:`bootcamp_core.plugin.backends`).
+starts, through the backend the entry's ``type:`` names (:mod:`bootcamp_core.plugin.backends`); every other
+component a tool or interaction config names is built with its config then, so a config its class rejects fails
+the run at start-up in one line, not every episode.
+
+Preflight (``preflight``, on by default): before any episode, the policy's check runs (the endpoint answers, takes
+the key, serves the model and answers one tiny request; reference agents exist for every generator); a failure
+raises :class:`~bootcamp_core.episode.policies.PreflightError` naming the cause, nothing is written.
+
+Storms: each request is retried within ``retry_budget_s`` (:mod:`bootcamp_core.episode.retries`); episodes that
+still end in an infrastructure error are run again after the others, up to ``rerun_failed`` more times, and only
+their last outcome is written (one line per episode). ``summary["this_run"]`` reports the episodes of this
+invocation, their infrastructure errors after the re-runs and its share, whether it exceeds
+``max_infra_error_rate`` (``too_many_infrastructure_errors``; ``bootcamp eval`` then exits 4), the re-runs, the
+retries, the time spent waiting before them and the lowest concurrency the endpoint's 429s brought the requests to.
 """
 
 from __future__ import annotations
@@ -43,14 +59,21 @@ import anyio
 
 from bootcamp_core.data.records import EpisodeResult, GeneratedSample
 from bootcamp_core.episode.engine import episode_id, run_episode
+from bootcamp_core.episode.policies import PreflightError
 from bootcamp_core.evaluate.chat_template import ChatTemplate
 
 # parse_shard: imported from here by the command line
 from bootcamp_core.evaluate.config import EvalConfig, component_config, parse_shard  # noqa: F401
 from bootcamp_core.evaluate.dataset import check_dataset, load_dataset, registry_filter, select_records
 from bootcamp_core.evaluate.progress import Progress, RunStats
-from bootcamp_core.evaluate.results import RESULTS_NAME, ResultsWriter, prepare_resume
-from bootcamp_core.evaluate.secrets import MaskedLogs, Redactor
+from bootcamp_core.evaluate.results import (
+    RESULTS_NAME,
+    ResultsLock,
+    ResultsWriter,
+    prepare_resume,
+    remove_stale_temporaries,
+)
+from bootcamp_core.evaluate.secrets import MaskedLogs, Redactor, config_secrets, mask_config, mask_urls
 from bootcamp_core.evaluate.statistics import REPORT_NAME, SUMMARY_CSV, SUMMARY_JSON, summarize_file, write_summary
 from bootcamp_core.plugin.backends import tool_backend
 from bootcamp_core.plugin.errors import BootcampError, ConfigError, InfrastructureError
@@ -61,6 +84,8 @@ logger = logging.getLogger("bootcamp_core")
 
 
 async def _check_policy(policy: Any, representatives: list[dict]) -> None:
+    """The preflight: the reference agents' check (a ConfigError), else the policy's own ``check()``, whose
+    failures are a :class:`PreflightError`."""
     from bootcamp_core.episode.policies import ReferencePolicy
 
     if isinstance(policy, ReferencePolicy):
@@ -68,9 +93,14 @@ async def _check_policy(policy: Any, representatives: list[dict]) -> None:
         return
     check = getattr(policy, "check", None)
     if check is not None:
-        outcome = check()
-        if hasattr(outcome, "__await__"):
-            await outcome
+        try:
+            outcome = check()
+            if hasattr(outcome, "__await__"):
+                await outcome
+        except PreflightError:
+            raise
+        except InfrastructureError as error:
+            raise PreflightError(str(error), kind=error.kind) from None
 
 
 async def evaluate(config: EvalConfig, *, registry: Any = None, policy: Any = None, progress: bool = True) -> dict:
@@ -87,7 +117,7 @@ async def evaluate(config: EvalConfig, *, registry: Any = None, policy: Any = No
             return await _evaluate(config, registry, policy, progress, redactor)
         except BootcampError as error:
             # a server may echo a credential into an error message, which the CLI prints
-            message = redactor.text(str(error))
+            message = mask_urls(redactor.text(str(error)))
             if message == str(error):
                 raise
             try:
@@ -96,16 +126,21 @@ async def evaluate(config: EvalConfig, *, registry: Any = None, policy: Any = No
                 masked = BootcampError(message)
             if isinstance(error, ConfigError) and isinstance(masked, ConfigError):
                 masked.field = error.field
+            if hasattr(error, "kind"):
+                masked.kind = error.kind
             raise masked from None
 
 
 async def _make_policy(config: EvalConfig, registry: Any) -> Any:
     """The policy the config describes; make_policy owns the rules (default kind, required flags, key from env)."""
     from bootcamp_core.episode.policies import make_policy
+    from bootcamp_core.episode.retries import RetryPolicy
 
+    retry = config.retry or RetryPolicy(budget_s=config.retry_budget_s, base_s=config.retry_backoff_s)
     return make_policy(config.policy, api_url=config.api_url, api_key=config.api_key, api_model=config.api_model,
                        extra_headers=config.api_extra_headers, extra_params=config.api_extra_params,
-                       registry=registry, retry=config.retry, request_timeout_s=config.request_timeout_s)
+                       registry=registry, retry=retry, request_timeout_s=config.request_timeout_s,
+                       max_concurrency=config.max_concurrent)
 
 
 async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bool, redactor: Redactor) -> dict:
@@ -119,6 +154,7 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
     def selected() -> Iterator[tuple[int, dict]]:
         return select_records(load_dataset(config.dataset_path), limit=config.limit, shard=config.shard, keep=keep)
 
+    _build_components(config, components, registry)
     served = await _served_tools(config, components)
     backend_ids = {tool_id for tool_id, entry in components.items() if "type" in entry}
     check = check_dataset(selected(), registry, config.dataset_path, served=served, remote=backend_ids)
@@ -139,13 +175,37 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
 
         if isinstance(policy, ReferencePolicy):  # a generator without a reference agent fails before any episode
             policy.check(check.representatives)
-        return await _run(config, registry, policy, components, template, selected, check.count, progress, redactor)
+        elif config.preflight:
+            await _check_policy(policy, check.representatives)
+        results = config.resume_from if config.resume_from is not None else config.output_dir / RESULTS_NAME
+        with ResultsLock(results):  # a second run on the same results file is refused while this one runs
+            return await _run(config, registry, policy, components, template, selected, check.count, progress,
+                              redactor)
     finally:
         if own_policy and hasattr(policy, "aclose"):
             await policy.aclose()
         if served:
             for entry in _backend_entries(config, components):
                 await tool_backend(entry["type"]).close(entry)
+
+
+def _build_components(config: EvalConfig, components: dict[str, dict], registry: Any) -> None:
+    """Build every locally run component a tool or interaction config names, with its config, so a config its class
+    rejects fails here in one line instead of every episode as an infrastructure error."""
+    for component_id, entry in sorted(components.items()):
+        if "type" in entry:  # runs on a backend: checked by _served_tools
+            continue
+        for kind, path in (("tool", config.tool_config), ("interaction", config.interaction_config)):
+            try:
+                registry.resolve(kind, component_id)
+            except BootcampError:
+                continue
+            try:
+                registry.component(kind, component_id, entry)
+            except Exception as error:
+                raise ConfigError(f"{path}: {kind} {component_id}: its config is rejected: "
+                                  f"{type(error).__name__}: {error}") from None
+            break
 
 
 def _backend_entries(config: EvalConfig, components: dict[str, dict]) -> list[dict]:
@@ -190,7 +250,7 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
     output_dir.mkdir(parents=True, exist_ok=True)
     if config.resume_from is not None:
         results_path = config.resume_from
-        finished, counts = prepare_resume(results_path)
+        finished, counts = prepare_resume(results_path, config.dataset_path)  # refuses another dataset's file
         logger.info("resuming %s: %s", results_path, counts)
     else:
         results_path = output_dir / RESULTS_NAME
@@ -204,35 +264,61 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
     # written again at the end; until then none may disagree with the results file (a killed run leaves none)
     for name in (SUMMARY_JSON, SUMMARY_CSV, REPORT_NAME):
         (output_dir / name).unlink(missing_ok=True)
+    remove_stale_temporaries(output_dir, (SUMMARY_JSON, SUMMARY_CSV, REPORT_NAME, RESULTS_NAME))  # of dead runs
     public = config.public()
-    public["component_config"] = components  # rescoring builds the reward with the same config
+    # rescoring builds the reward with the same config; its credentials (a tool server's token, a password in a
+    # URL) are never written, nor shown wherever else they turn up
+    redactor.add(config_secrets(components))
+    public["component_config"] = mask_config(components)
     public["started_at"] = datetime.now(timezone.utc).isoformat()
     total = count * config.repeats - _finished_among(selected, finished, config.repeats)
     stats = RunStats(total)
 
     writer = ResultsWriter(results_path, redact=redactor)
-    send, receive = anyio.create_memory_object_stream[tuple[dict, int, str]](config.max_concurrent)
+    #: episodes that ended in an infrastructure error in the current round, to run again after it (not written yet)
+    failed: list[tuple[dict, int, str]] = []
+    rounds_left = config.rerun_failed
 
-    async def produce() -> None:
+    def first_round() -> Iterator[tuple[dict, int, str]]:
+        for _, record in selected():
+            for repeat in range(config.repeats):
+                key = episode_id(record, repeat)
+                if key not in finished:
+                    yield record, repeat, key
+
+    async def produce(send: Any, episodes: Any) -> None:
         async with send:
-            for _, record in selected():
-                for repeat in range(config.repeats):
-                    key = episode_id(record, repeat)
-                    if key not in finished:
-                        await send.send((record, repeat, key))
+            for episode in episodes:
+                await send.send(episode)
 
-    async def work(bar: Progress, stream: Any) -> None:
+    limits_by_generator: dict[Any, Any] = {}
+
+    def limits_of(record: dict) -> Any:
+        """The user's limits, with the record's generator's recommended turn limits for those not set."""
+        generator = ((record.get("extra_info") or {}).get("bootcamp") or {}).get("generator")
+        if generator not in limits_by_generator:
+            try:
+                recommended = getattr(registry.get_class("generator", generator), "limits", None)
+            except (BootcampError, AttributeError, TypeError, ValueError):  # not installed here: the user's limits
+                recommended = None
+            limits_by_generator[generator] = config.limits_for(recommended)
+        return limits_by_generator[generator]
+
+    async def work(bar: Progress, stream: Any, last_round: bool) -> None:
         async with stream:
             async for record, repeat, key in stream:
                 try:
                     result = await run_episode(
-                        record, policy, registry=registry, limits=config.limits, system_prompt=config.system_prompt,
+                        record, policy, registry=registry, limits=limits_of(record), system_prompt=config.system_prompt,
                         verify_kwargs=dict(config.verify_kwargs), component_config=components, repeat=repeat,
                         evaluation_config=public, episode_key=key,
                     )
                 except Exception as error:  # run_episode reports failures itself; this is the last line of defence
                     logger.warning("episode %s crashed: %s: %s", key, type(error).__name__, error)
                     result = _failure_result(record, repeat, key, error, public)
+                if not result.success and not last_round:
+                    failed.append((record, repeat, key))  # run again after this round; its last outcome is written
+                    continue
                 if template is not None:
                     try:
                         result.full_context = template.render(result.messages, result.tools)
@@ -240,20 +326,42 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
                         logger.warning("episode %s: chat template failed: %s", key, error)
                 line = writer.line_for(result)
                 # fsync blocks; a thread keeps the event loop (and every other episode) running meanwhile
-                await anyio.to_thread.run_sync(writer.write_line, line)
+                try:
+                    await anyio.to_thread.run_sync(writer.write_line, line)
+                except ConfigError as error:  # a full disk: the run stops, every line written before is kept
+                    write_failures.append(error)
+                    group.cancel_scope.cancel()
+                    return
                 stats.add(result)
                 bar.update()
                 if config.verbose:
                     bar.print(f"{result.id[:12]}… r{result.repeat} {result.generator} score={result.score:.3f} "
-                              f"{result.finish_reason}{' ' + str(result.error_type) if result.error_type else ''}")
+                              f"{result.finish_reason}{' ' + str(result.error_type) if result.error_type else ''}"
+                              f"{' ' + str(result.error_kind) if result.error_kind else ''}")
 
+    reruns = 0
+    write_failures: list[ConfigError] = []
+    retries = getattr(policy, "retry_stats", None)
+    retries_before = retries.to_dict() if retries is not None else None  # a policy given may have run before
     try:
         with Progress(stats, progress) as bar:
-            async with anyio.create_task_group() as group:
-                group.start_soon(produce)
-                for _ in range(config.max_concurrent):
-                    group.start_soon(work, bar, receive.clone())
-                receive.close()  # the workers hold clones; the stream ends when they all do
+            episodes: Any = first_round()
+            while True:
+                last_round = rounds_left == 0
+                send, receive = anyio.create_memory_object_stream[tuple[dict, int, str]](config.max_concurrent)
+                async with anyio.create_task_group() as group:
+                    group.start_soon(produce, send, episodes)
+                    for _ in range(config.max_concurrent):
+                        group.start_soon(work, bar, receive.clone(), last_round)
+                    receive.close()  # the workers hold clones; the stream ends when they all do
+                if write_failures:
+                    raise write_failures[0]
+                if not failed:
+                    break
+                episodes, failed[:] = list(failed), []
+                reruns += len(episodes)
+                rounds_left -= 1
+                logger.info("running %d episode(s) again that ended in an infrastructure error", len(episodes))
     finally:
         writer.close()
 
@@ -261,11 +369,51 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
     summary = summarize_file(results_path, examples=examples)
     summary["results_path"] = str(results_path)
     summary["evaluation_config"] = redactor.data(public)
+    rate = stats.errors / stats.done if stats.done else 0.0
+    concurrency = getattr(policy, "concurrency", None)
     summary["this_run"] = {"episodes": stats.done, "infrastructure_errors": stats.errors,
+                           "infrastructure_error_rate": round(rate, 6),
+                           "max_infra_error_rate": config.max_infra_error_rate,
+                           "too_many_infrastructure_errors": rate > config.max_infra_error_rate,
+                           "reruns": reruns,
+                           **_retries_since(retries_before, retries),
+                           "lowest_concurrency": (min(concurrency.lowest, config.max_concurrent)
+                                                  if concurrency is not None else config.max_concurrent),
                            "skipped_as_finished": count * config.repeats - total,
                            "duration_s": round(time.monotonic() - stats.started, 3)}
+    _warn_turn_limits(summary)
     write_summary(output_dir, summary, examples)
     return summary
+
+
+def _retries_since(before: dict | None, stats: Any) -> dict:
+    """This run's retries, waiting and retries by kind: the policy's counts now less those before the run."""
+    if before is None or stats is None:
+        return {"retries": 0, "waiting_s": 0.0, "retries_by_kind": {}}
+    now = stats.to_dict()
+    kinds = {kind: count - before["retries_by_kind"].get(kind, 0) for kind, count in now["retries_by_kind"].items()}
+    return {"retries": now["retries"] - before["retries"],
+            "waiting_s": round(now["waiting_s"] - before["waiting_s"], 3),
+            "retries_by_kind": {kind: count for kind, count in kinds.items() if count}}
+
+
+#: More than this share of episodes ending at a turn limit is warned about: the scores are likely cut short.
+TURN_LIMIT_WARN_SHARE = 0.05
+
+
+def _warn_turn_limits(summary: dict) -> None:
+    """A warning (logged, and in ``summary["warnings"]``) per generator whose episodes hit a turn limit in more than
+    :data:`TURN_LIMIT_WARN_SHARE` of the cases."""
+    warnings = summary.setdefault("warnings", [])
+    for group in summary.get("groups") or []:
+        count, hit = group.get("count") or 0, group.get("reached_max_turns") or 0
+        if count and hit / count > TURN_LIMIT_WARN_SHARE:
+            warnings.append(
+                f"{hit} of {count} episodes of {group.get('generator') or group.get('data_source')} "
+                f"({hit / count:.0%}) ended at a turn limit, so their scores are likely cut short: raise "
+                "--max-assistant-turns / --max-user-turns (the generator may recommend limits: TaskGenerator.limits)")
+    for warning in warnings:
+        logger.warning("%s", warning)
 
 
 def _failure_result(record: dict, repeat: int, key: str, error: BaseException, config: dict) -> EpisodeResult:
@@ -280,7 +428,8 @@ def _failure_result(record: dict, repeat: int, key: str, error: BaseException, c
     return EpisodeResult(
         id=key, input=record, repeat=repeat, data_source=source, generator=generator, generator_name=group,
         messages=list(record.get("prompt") or []), ground_truth=identity, score=0.0, success=False,
-        error_type="infrastructure", error=f"{type(error).__name__}: {error}", finish_reason="error",
+        error_type="infrastructure", error_kind=getattr(error, "kind", None) or "plugin_error",
+        error=f"{type(error).__name__}: {error}", finish_reason="error",
         timings={"started_at": datetime.now(timezone.utc).isoformat()}, evaluation_config=config,
     )
 

@@ -1,8 +1,12 @@
 """Statistics of a results file: pass@k, the summary per (data source, generator) and overall, and its CSV.
 
 pass@k (k = 1..K) is the unbiased estimator of Chen et al. (2021): a record with ``n`` finished episodes of which
-``c`` are correct (``success`` and ``score >= 1``) contributes ``1 - C(n-c, k) / C(n, k)``; a group's pass@k is the
+``c`` are solved contributes ``1 - C(n-c, k) / C(n, k)``; a group's pass@k is the
 mean over its records with ``n >= k``. summary.json states this definition in ``pass_at_k_definition``.
+
+Solved is each line's ``solved`` (the engine sets it from the reward's ``solved_threshold``, DESIGN.md), so no
+plugin needs to be installed to read a results file; a line without it (an older run, the original framework) is
+solved when ``success`` and ``score >= 1``. ``solved`` and ``solved_rate`` count the same per group.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from typing import Any
 from bootcamp_core.blocks import last_assistant_text
 from bootcamp_core.data.io import AtomicFile
 from bootcamp_core.evaluate.results import iter_result_lines
+from bootcamp_core.plugin.components import is_solved
 
 __all__ = ["CSV_COLUMNS", "PASS_AT_K_DEFINITION", "REPORT_EXAMPLES", "REPORT_NAME", "SUMMARY_CSV", "SUMMARY_JSON",
-           "number", "pass_at_k", "summarize", "summarize_file", "summary_csv", "write_summary"]
+           "is_solved_line", "number", "pass_at_k", "summarize", "summarize_file", "summary_csv", "write_summary"]
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
@@ -31,8 +36,19 @@ REPORT_EXAMPLES = 40
 #: What pass@k counts, written into every summary.json so a reader of the file needs no other document.
 PASS_AT_K_DEFINITION = (
     "unbiased estimator of Chen et al. (2021) per record, 1 - C(n-c, k) / C(n, k), averaged over the records with "
-    "n >= k; n = the record's episodes, c = those correct, where correct means success is true and score >= 1"
+    "n >= k; n = the record's episodes, c = those solved: the line's solved (score >= its reward's "
+    "solved_threshold), or, for a line without it, success is true and score >= 1"
 )
+
+
+def is_solved_line(data: dict) -> bool:
+    """Whether one result line counts as solved (see the module docstring)."""
+    if data.get("success") is False:
+        return False
+    solved = data.get("solved")
+    if isinstance(solved, bool):
+        return solved
+    return is_solved(number(data.get("score")))
 
 
 def _record_key(data: dict) -> str:
@@ -61,6 +77,7 @@ class _Group:
     def __init__(self) -> None:
         self.count = 0
         self.successes = 0
+        self.solved = 0
         self.infrastructure_errors = 0
         self.model_errors = 0
         self.score_sum = 0.0
@@ -75,12 +92,15 @@ class _Group:
         self.turn_counts: dict[int, int] = {}
         self.tool_call_counts: dict[int, int] = {}
         self.finish_reasons: dict[str, int] = {}
+        self.error_kinds: dict[str, list] = {}  # error_kind -> [count, the first line's error as its example]
 
     def add(self, data: dict) -> None:
         self.count += 1
         success = data.get("success") is not False
         score = number(data.get("score")) if success else 0.0
         self.successes += success
+        solved = is_solved_line(data)
+        self.solved += solved
         self.infrastructure_errors += not success
         self.model_errors += data.get("error_type") == "model"
         self.score_sum += score
@@ -96,12 +116,17 @@ class _Group:
         self.reached_max_turns += bool(data.get("reached_max_turns"))
         entry = self.per_record.setdefault(_record_key(data), [0, 0])
         entry[0] += 1
-        entry[1] += success and score >= 1.0
+        entry[1] += solved
         self.score_bins[10 if score >= 1.0 else max(0, min(9, int(score * 10)))] += 1
         self.turn_counts[assistant] = self.turn_counts.get(assistant, 0) + 1
         self.tool_call_counts[calls] = self.tool_call_counts.get(calls, 0) + 1
         reason = str(data.get("finish_reason") or "unknown")
         self.finish_reasons[reason] = self.finish_reasons.get(reason, 0) + 1
+        if data.get("error_type") or data.get("error_kind") or not success:
+            # a line of an older run has no error_kind: its error_type stands in
+            kind = str(data.get("error_kind") or data.get("error_type") or "infrastructure")
+            seen = self.error_kinds.setdefault(kind, [0, str(data.get("error") or "")[:300]])
+            seen[0] += 1
 
     def to_dict(self) -> dict:
         count = self.count or 1  # an empty group reports zeros, not a division error
@@ -117,6 +142,8 @@ class _Group:
             "infrastructure_errors": self.infrastructure_errors,
             "model_errors": self.model_errors,
             "mean_score": self.score_sum / count,
+            "solved": self.solved,
+            "solved_rate": self.solved / count,
             "pass_at_k": pass_k,
             "mean_assistant_turns": self.assistant_turns / count,
             "mean_tool_calls": self.tool_calls / count,
@@ -127,6 +154,9 @@ class _Group:
             "total_tokens": self.total_tokens,
             "reached_max_turns": self.reached_max_turns,
             "finish_reasons": dict(sorted(self.finish_reasons.items())),
+            # most frequent first: {kind: {"count", "example"}} (the kinds: ERROR_KINDS in plugin/errors.py)
+            "error_kinds": {kind: {"count": count, "example": example} for kind, (count, example)
+                            in sorted(self.error_kinds.items(), key=lambda item: (-item[1][0], item[0]))},
             "score_histogram": self.score_bins,
             "assistant_turns_histogram": {str(k): v for k, v in sorted(self.turn_counts.items())},
             "tool_calls_histogram": {str(k): v for k, v in sorted(self.tool_call_counts.items())},
@@ -157,7 +187,7 @@ def summarize(lines: Iterable[dict], *, examples: list | None = None) -> dict:
         key = (str(data.get("data_source") or ""), str(data.get("generator") or data.get("generator_name") or ""))
         groups.setdefault(key, _Group()).add(data)
         if examples is not None:
-            bucket = solved if data.get("success") is not False and number(data.get("score")) >= 1.0 else failed
+            bucket = solved if is_solved_line(data) else failed
             if len(bucket) < REPORT_EXAMPLES:
                 bucket.append(_example(data))
     if examples is not None:
@@ -182,6 +212,7 @@ def _example(data: dict) -> dict:
         "generator": data.get("generator"),
         "repeat": data.get("repeat"),
         "score": number(data.get("score")),
+        "solved": is_solved_line(data),
         "success": data.get("success") is not False,
         "error_type": data.get("error_type"),
         "error": data.get("error"),
@@ -198,7 +229,8 @@ def summarize_file(path: str | os.PathLike, *, examples: list | None = None) -> 
 
 CSV_COLUMNS = [
     "data_source", "generator", "count", "records", "successes", "infrastructure_errors", "model_errors",
-    "mean_score", "mean_assistant_turns", "mean_tool_calls", "tool_calls", "mean_total_tokens", "prompt_tokens",
+    "mean_score", "solved", "solved_rate", "mean_assistant_turns", "mean_tool_calls", "tool_calls",
+    "mean_total_tokens", "prompt_tokens",
     "completion_tokens", "total_tokens", "reached_max_turns",
 ]
 

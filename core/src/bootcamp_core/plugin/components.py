@@ -42,12 +42,21 @@ import math
 import random
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 logger = logging.getLogger("bootcamp_core")
 
 __all__ = ["Component", "TaskGenerator", "Tool", "Interaction", "Reward", "ReferenceAgent"]
+
+#: An episode is solved when ``score >= solved_threshold - SOLVED_TOLERANCE`` (DESIGN.md), so a score that float
+#: arithmetic left a hair below the threshold still counts.
+SOLVED_TOLERANCE = 1e-9
+
+
+def is_solved(score: float, threshold: float = 1.0) -> bool:
+    """Whether ``score`` reaches a reward's ``solved_threshold`` (within :data:`SOLVED_TOLERANCE`)."""
+    return score >= threshold - SOLVED_TOLERANCE
 
 
 class Component:
@@ -94,6 +103,9 @@ class TaskGenerator(Component):
     tools: ClassVar[Sequence[str]] = ()
     interaction: ClassVar[str | None] = None
     reward: ClassVar[str]
+    #: Recommended episode limits, e.g. ``{"max_assistant_turns": 60, "max_user_turns": 120}``: used by
+    #: ``bootcamp eval``, ``bootcamp demo`` and the verl export for every limit the user sets none of.
+    limits: ClassVar[Mapping[str, int]] = {}
 
     def case_generator(self, rng: random.Random) -> dict:
         """Return the task's identity: a JSON-serialisable dict (hidden fields included; they never reach the model)."""
@@ -160,8 +172,14 @@ class Interaction(_EpisodeState):
 
 
 class Reward(Component):
-    """Scores the last assistant message against the identity."""
+    """Scores the last assistant message against the identity.
 
+    ``solved_threshold``: an episode counts as solved (pass@k, solved rates) when its score is at least this (less
+    :data:`SOLVED_TOLERANCE`). A reward with a continuous score sets the score that means "solved"; every result line
+    records ``solved``, so reports need no plugin installed.
+    """
+
+    solved_threshold: ClassVar[float] = 1.0
     #: The most recent plugin crashes inside ``verify_score`` (newest last), for reports and debugging.
     max_recorded_errors: ClassVar[int] = 100
 

@@ -1,32 +1,55 @@
-"""Sync plugin code (a reward's verify_score, from the rollout engine and from AnswerFeedback) run in worker threads,
-several calls per thread hop, so it never stalls the event loop and costs the other episodes as little as possible.
+"""Sync plugin code (a reward's verify_score, an interaction's generate_response, AnswerFeedback's judge) run in worker
+threads, several calls per thread hop, so it never stalls the event loop and costs the other episodes as little as
+possible.
 
 One ``anyio.to_thread.run_sync`` per call costs a thread wake-up and an event-loop wake-up each: bench/bench_rollout.py
 (a) measured 0.150 ms harness CPU per assistant turn that way against 0.129 ms batched (median of 11, two rounds).
+
+Every call has a limit (:data:`OFF_LOOP_TIMEOUT_S` unless the caller gives one). A call that runs past it is
+abandoned: its caller gets :class:`OffLoopTimeout`, the thread is left to finish the call (Python cannot stop it) and
+its result is dropped, the calls queued behind it in its batch go back to the queue, and a fresh worker takes the
+abandoned one's slot, so one stuck call never holds up the others.
+
+Code already running in one of these workers (an interaction's ``generate_response`` that checks an answer with
+``run_off_loop``) runs its calls inline: it is off the loop already, and its own limit covers them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import threading
-from collections.abc import Callable
+import time
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
 import attrs
 
-__all__ = ["OFF_LOOP_BATCH", "OFF_LOOP_THREADS", "run_off_loop"]
+__all__ = ["OFF_LOOP_BATCH", "OFF_LOOP_THREADS", "OFF_LOOP_TIMEOUT_S", "OffLoopTimeout", "run_coroutine_off_loop",
+           "run_off_loop"]
 
 T = TypeVar("T")
 
 #: At most this many calls run per thread hop, in at most this many threads at once.
 OFF_LOOP_BATCH = 8
 OFF_LOOP_THREADS = 8
+#: The limit of one call when its caller gives none (the rollout engine passes ``RolloutLimits.reward_timeout_s``).
+OFF_LOOP_TIMEOUT_S = 60.0
+#: How often a driver looks at a call that started late in a batch which ran past its first limit (rare: the common
+#: path waits for the whole batch with a single deadline and no polling).
+_POLL_S = 0.05
 
 
-@attrs.define
+class OffLoopTimeout(TimeoutError):
+    """A call run off the event loop took longer than its limit and was abandoned."""
+
+
+@attrs.define(eq=False)
 class _Job:
     call: Any
+    limit_s: float
     result: Any = None
     error: BaseException | None = None
     taken: bool = False  # in a batch that some caller is driving
@@ -34,12 +57,30 @@ class _Job:
     waiter: Any = None  # an anyio.Event while the job's caller waits without driving a batch
 
 
+@attrs.define(eq=False)
+class _Batch:
+    """Jobs run one after the other in one worker thread; ``lock`` orders the thread's and the driver's views."""
+
+    jobs: list[_Job]
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+    abandoned: bool = False  # the driver stopped waiting: the thread starts no further job
+    running: _Job | None = None
+    started: float = 0.0  # time.monotonic() when ``running`` started
+
+
+class _InWorker(threading.local):
+    active = False
+
+
+_IN_WORKER = _InWorker()
+
+
 class _OffLoop(threading.local):
     """The waiting calls of one event loop (per thread, since each event loop runs in one thread).
 
     A caller that finds fewer than :data:`OFF_LOOP_THREADS` batches running drives one: it takes up to
     :data:`OFF_LOOP_BATCH` waiting jobs to a worker thread and wakes their callers when it is back; the others wait
-    for theirs. A slow call holds up at most the few jobs of its own batch, never the loop.
+    for theirs. A slow call holds up at most the few jobs of its own batch, for at most its limit, never the loop.
     """
 
     def __init__(self) -> None:
@@ -53,24 +94,13 @@ class _OffLoop(threading.local):
                 job.waiter.set()
                 return
 
-    async def run(self, call: Callable[[], T]) -> T:
-        job = _Job(call)
+    async def run(self, call: Callable[[], T], limit_s: float) -> T:
+        job = _Job(call, limit_s)
         self.pending.append(job)
         try:
             while not job.done:
                 if not job.taken and self.drivers < OFF_LOOP_THREADS:
-                    batch = [self.pending.popleft() for _ in range(min(OFF_LOOP_BATCH, len(self.pending)))]
-                    for taken in batch:
-                        taken.taken = True
-                    self.drivers += 1
-                    try:
-                        await anyio.to_thread.run_sync(_run_jobs, batch)
-                    finally:
-                        self.drivers -= 1
-                        for other in batch:
-                            if other.waiter is not None:
-                                other.waiter.set()
-                        self.wake_next()
+                    await self._drive()
                 else:
                     job.waiter = anyio.Event()
                     await job.waiter.wait()
@@ -83,19 +113,104 @@ class _OffLoop(threading.local):
             raise job.error
         return job.result
 
-
-def _run_jobs(batch: list[_Job]) -> None:
-    for job in batch:
+    async def _drive(self) -> None:
+        batch = _Batch([self.pending.popleft() for _ in range(min(OFF_LOOP_BATCH, len(self.pending)))])
+        for taken in batch.jobs:
+            taken.taken = True
+        self.drivers += 1
         try:
-            job.result = job.call()
-        except BaseException as error:  # re-raised in the job's own caller
-            job.error = error
-        job.done = True
+            # Shielded, as a plain to_thread call is: a cancelled driver still sees its batch through (the other
+            # jobs' callers wait on it), but never past the limits.
+            with anyio.CancelScope(shield=True, deadline=anyio.current_time() + batch.jobs[0].limit_s) as scope:
+                await anyio.to_thread.run_sync(_run_batch, batch, abandon_on_cancel=True)
+            if scope.cancelled_caught:
+                with anyio.CancelScope(shield=True):
+                    await self._overrun(batch)
+        finally:
+            self.drivers -= 1
+            for other in batch.jobs:
+                if other.waiter is not None:
+                    other.waiter.set()
+            self.wake_next()
+
+    async def _overrun(self, batch: _Batch) -> None:
+        """The batch ran past its first job's limit: stop it, time out the job past its own limit, requeue the rest."""
+        with batch.lock:
+            batch.abandoned = True
+            running, started = batch.running, batch.started
+            requeue = [job for job in batch.jobs if not job.done and job is not running]
+        for job in reversed(requeue):  # never started: back to the front of the queue, in order
+            job.taken = False
+            self.pending.appendleft(job)
+        while running is not None:
+            left = started + running.limit_s - time.monotonic()
+            with batch.lock:
+                if running.done:
+                    return
+                if left <= 0:
+                    running.error = OffLoopTimeout(f"took longer than {running.limit_s:g} s and was abandoned")
+                    running.done = True
+                    return
+            await anyio.sleep(min(left, _POLL_S))
+
+
+def _run_batch(batch: _Batch) -> None:
+    _IN_WORKER.active = True
+    try:
+        for job in batch.jobs:
+            with batch.lock:
+                if batch.abandoned or job.done:
+                    return
+                batch.running, batch.started = job, time.monotonic()
+            result, error = None, None
+            try:
+                result = job.call()
+            except BaseException as raised:  # noqa: BLE001 - re-raised in the job's own caller
+                error = raised
+            with batch.lock:
+                batch.running = None
+                if not job.done:  # else it timed out meanwhile: its caller has gone on, the result is dropped
+                    job.result, job.error, job.done = result, error, True
+    finally:
+        _IN_WORKER.active = False
 
 
 _OFF_LOOP = _OffLoop()
 
 
-async def run_off_loop(call: Callable[[], T]) -> T:
-    """``call()`` in a worker thread, batched with other waiting calls of this event loop; its result or error."""
-    return await _OFF_LOOP.run(call)
+async def run_off_loop(call: Callable[[], T], *, timeout_s: float | None = None) -> T:
+    """``call()`` in a worker thread, batched with other waiting calls of this event loop; its result or error.
+
+    Raises :class:`OffLoopTimeout` when the call runs longer than ``timeout_s`` (default :data:`OFF_LOOP_TIMEOUT_S`).
+    Called from code that already runs in such a worker, ``call()`` runs right there.
+    """
+    if _IN_WORKER.active:
+        return call()
+    return await _OFF_LOOP.run(call, OFF_LOOP_TIMEOUT_S if timeout_s is None else float(timeout_s))
+
+
+class _WorkerLoop(threading.local):
+    loop: asyncio.AbstractEventLoop | None = None
+
+
+_WORKER_LOOP = _WorkerLoop()
+
+
+def _complete(make: Callable[[], Awaitable[T]]) -> T:
+    """Run the awaitable ``make()`` returns to its end on this worker thread's own event loop (kept per thread)."""
+    loop = _WORKER_LOOP.loop
+    if loop is None or loop.is_closed():
+        loop = _WORKER_LOOP.loop = asyncio.new_event_loop()
+        weakref.finalize(threading.current_thread(), loop.close)  # closed when its thread is gone
+    return loop.run_until_complete(make())
+
+
+async def run_coroutine_off_loop(make: Callable[[], Awaitable[T]], *, timeout_s: float | None = None) -> T:
+    """Await ``make()`` on an event loop of its own in a worker thread, as :func:`run_off_loop` runs a sync call.
+
+    For plugin coroutines (an interaction's ``generate_response``) that may do sync work on model output: however long
+    that takes, this event loop goes on; past ``timeout_s`` the caller gets :class:`OffLoopTimeout`.
+    """
+    if _IN_WORKER.active:  # already on a worker's own loop (nested): off the event loop, under the outer limit
+        return await make()
+    return await run_off_loop(lambda: _complete(make), timeout_s=timeout_s)

@@ -16,6 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from bootcamp_core.evaluate.secrets import mask_urls
 from bootcamp_core.plugin.errors import ConfigError
 
 TOKEN_ENV = "BOOTCAMP_TOKEN"
@@ -28,6 +29,7 @@ class ApiError(Exception):
     """An error answered as ``{"error": {"type", "message"}}`` with an HTTP status."""
 
     def __init__(self, status: int, kind: str, message: str) -> None:
+        message = mask_urls(message)  # a worker's URL may carry credentials: they are never answered
         super().__init__(message)
         self.status, self.kind, self.message = status, kind, message
 

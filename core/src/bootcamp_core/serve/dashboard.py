@@ -9,6 +9,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from bootcamp_core.evaluate.secrets import mask_url
+
 REFRESH_S = 3
 
 _STYLE = """
@@ -47,7 +49,8 @@ def render_dashboard(status: dict) -> str:
                  else f'<span class="offline">offline</span> <span class="muted">{_text(worker.get("death"))}</span>')
         rows.append(
             "<tr>"
-            f"<td>{_text(worker.get('id'))}</td><td>{state}</td><td>{_text(worker.get('url'))}</td>"
+            f"<td>{_text(worker.get('id'))}</td><td>{state}</td>"
+            f"<td>{_text(mask_url(str(worker.get('url') or '')))}</td>"
             f"<td>{_text(worker.get('instances'))}</td><td>{_text(worker.get('load'))}</td>"
             f"<td>{_text(worker.get('heartbeat_age_s'))} s ago</td>"
             f"<td>{_text(', '.join(str(tool) for tool in worker.get('tools') or ()))}</td>"

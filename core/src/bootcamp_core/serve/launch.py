@@ -193,11 +193,18 @@ def _run_uvloop(coroutine: Any) -> None:
 
 
 def _setup_logs(config: ServeConfig, name: str) -> None:
+    from bootcamp_core.evaluate.secrets import Redactor
+
     logger.setLevel(logging.INFO)
+    masking = Redactor([])  # credentials in a URL (the master's, a worker's) never reach a log
+    for handler in logging.getLogger("bootcamp_core").handlers:
+        if not any(isinstance(existing, Redactor) for existing in handler.filters):
+            handler.addFilter(masking)
     if config.log_dir is not None:
         config.log_dir.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(config.log_dir / f"{name}.log", encoding="utf-8")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.addFilter(masking)
         logger.addHandler(handler)
 
 

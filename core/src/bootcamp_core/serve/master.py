@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from bootcamp_core.evaluate.secrets import mask_url
 from bootcamp_core.serve.common import (
     ACTIONS,
     DEFAULT_MAX_BODY_BYTES,
@@ -74,7 +75,7 @@ class WorkerEntry:
     def public(self, now: float) -> dict:
         return {
             "id": self.id,
-            "url": self.url,
+            "url": mask_url(self.url),  # shown on /health and the dashboard: credentials in it stay here
             "tools": sorted(self.tools),
             "load": self.load,
             "instances": self.reported_instances,

@@ -17,6 +17,14 @@ request from a script, then drive it with the real ``openai`` client::
 A script is any callable ``script(request_body: dict) -> Reply`` (plain or ``async``); it runs on the server's event
 loop, so it must not block. :func:`sequence` plays replies in order, :func:`per_conversation` plays a sequence per
 conversation (keyed by the first user message), so many concurrent episodes each get the whole script.
+
+Faults, for tests of what an evaluation survives: :meth:`Reply.fault` makes any of :data:`FAULT_KINDS` (HTTP 500,
+429 with and without ``Retry-After``, a reset connection, a request that hangs, a cut JSON body, ``choices: []``, a
+null message); :func:`storm` injects them at random into a share of a script's requests (its own seeded random),
+:func:`failing_first` into the first attempts of every turn, as a run of consecutive failures::
+
+    with ScriptedChatServer(storm(script, 0.3, seed=7, hang_s=2.0)) as server:
+        ...
 """
 
 from __future__ import annotations
@@ -32,7 +40,14 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Reply", "ScriptedChatServer", "Script", "sequence", "per_conversation", "first_user_text"]
+__all__ = ["FAULT_KINDS", "Reply", "Script", "ScriptedChatServer", "failing_first", "first_user_text",
+           "per_conversation", "sequence", "storm"]
+
+#: What :meth:`Reply.fault` can inject: HTTP 500; 429 without and with ``Retry-After``; the connection reset before
+#: any answer; an answer that comes only after ``hang_s`` (past the client's timeout); and HTTP 200 bodies that are
+#: no chat completion: cut JSON, ``choices: []``, a null message.
+FAULT_KINDS = ("500", "429", "429_retry_after", "reset", "hang", "cut_json", "empty_choices", "null_message")
+_BODY_FAULTS = ("reset", "cut_json", "empty_choices", "null_message")
 
 
 @attrs.frozen(kw_only=True)
@@ -51,6 +66,9 @@ class Reply:
     error_message: str = "scripted error"
     delay_s: float = 0.0
     finish_reason: str | None = None
+    #: a broken answer instead of this one: ``reset``, ``cut_json``, ``empty_choices`` or ``null_message``
+    broken: str | None = attrs.field(default=None,
+                                     validator=attrs.validators.optional(attrs.validators.in_(_BODY_FAULTS)))
 
     @classmethod
     def text(cls, content: str, **kwargs: Any) -> Reply:
@@ -81,6 +99,21 @@ class Reply:
         if retry_after is not None:
             headers["Retry-After"] = str(retry_after)
         return cls(status=status, headers=headers, error_message=message, **kwargs)
+
+    @classmethod
+    def fault(cls, kind: str, *, hang_s: float = 30.0, retry_after: float = 0.05) -> Reply:
+        """One injected fault of :data:`FAULT_KINDS`; ``hang`` answers (with a 500) only after ``hang_s``."""
+        if kind == "500":
+            return cls.error(500, message="injected server error")
+        if kind == "429":
+            return cls.error(429, message="injected rate limit")
+        if kind == "429_retry_after":
+            return cls.error(429, retry_after=retry_after, message="injected rate limit")
+        if kind == "hang":
+            return cls.error(500, message="injected hang", delay_s=hang_s)
+        if kind in _BODY_FAULTS:
+            return cls(content="", broken=kind)
+        raise ValueError(f"unknown fault {kind!r}; one of {', '.join(FAULT_KINDS)}")
 
     def body(self, request: dict, number: int) -> dict:
         """The response JSON for ``request``."""
@@ -162,6 +195,51 @@ def per_conversation(script: Callable[[dict, int], Reply]) -> Script:
     return play
 
 
+def _turn_key(request: dict) -> tuple[str, int]:
+    """A conversation and its turn: every attempt at one turn has the same key."""
+    turn = sum(1 for message in request.get("messages") or () if message.get("role") == "assistant")
+    return first_user_text(request), turn
+
+
+def storm(script: Script, rate: float, *, seed: int, kinds: tuple[str, ...] = FAULT_KINDS, hang_s: float = 30.0,
+          retry_after: float = 0.05) -> Script:
+    """``script`` with a fault of ``kinds`` instead of its answer for a share ``rate`` of all requests, at random
+    (a ``random.Random(seed)`` of its own, so a run's pattern of faults is repeatable)."""
+    import random
+
+    rng = random.Random(seed)
+    lock = threading.Lock()
+
+    async def play(request: dict) -> Reply:
+        with lock:
+            kind = rng.choice(kinds) if rng.random() < rate else None
+        if kind is not None:
+            return Reply.fault(kind, hang_s=hang_s, retry_after=retry_after)
+        reply = script(request)
+        return await reply if inspect.isawaitable(reply) else reply
+
+    return play
+
+
+def failing_first(script: Script, kind: str, *, times: int = 1, hang_s: float = 30.0,
+                  retry_after: float = 0.05) -> Script:
+    """``script``, but the first ``times`` attempts at every turn of every conversation get fault ``kind``: a run
+    of ``times`` consecutive failures before each real answer."""
+    seen: dict[tuple[str, int], int] = {}
+    lock = threading.Lock()
+
+    async def play(request: dict) -> Reply:
+        key = _turn_key(request)
+        with lock:
+            attempt = seen[key] = seen.get(key, 0) + 1
+        if attempt <= times:
+            return Reply.fault(kind, hang_s=hang_s, retry_after=retry_after)
+        reply = script(request)
+        return await reply if inspect.isawaitable(reply) else reply
+
+    return play
+
+
 def _default_script(request: dict) -> Reply:
     return Reply.text("OK")
 
@@ -172,10 +250,17 @@ class ScriptedChatServer:
     ``base_url`` is ``http://127.0.0.1:PORT/v1``; ``requests`` holds every chat request's JSON body and
     ``request_headers`` the matching headers (lower-case names), in arrival order. Serves ``POST
     /v1/chat/completions`` from the script and ``GET /v1/models``. Built for 1,000+ concurrent connections.
+
+    The test request of an evaluation's preflight (header ``X-Bootcamp-Preflight``) is answered by
+    ``preflight_script`` (default: a plain "OK") and kept in ``preflight_requests``, like ``GET /v1/models`` apart
+    from the episodes' requests; pass the episodes' script as ``preflight_script`` to fault the preflight too.
     """
 
-    def __init__(self, script: Script | None = None, *, models: Iterable[str] = ("stub",), backlog: int = 4096) -> None:
+    def __init__(self, script: Script | None = None, *, models: Iterable[str] = ("stub",), backlog: int = 4096,
+                 preflight_script: Script | None = None) -> None:
         self.script: Script = script or _default_script
+        self.preflight_script: Script = preflight_script or _default_script
+        self.preflight_requests: list[dict] = []
         self.models = list(models)
         self.backlog = backlog
         self.requests: list[dict] = []
@@ -200,15 +285,21 @@ class ScriptedChatServer:
                 body = json.loads(await request.body())
             except ValueError:
                 return JSONResponse({"error": {"message": "body is not JSON", "type": "invalid_request"}}, 400)
-            # list.append is atomic under the GIL; the test thread reads these lists
-            self.requests.append(body)
-            self.request_headers.append({key.lower(): value for key, value in request.headers.items()})
             number = next(self._counter)
-            reply = self.script(body)
+            if "x-bootcamp-preflight" in request.headers:
+                self.preflight_requests.append(body)
+                reply = self.preflight_script(body)
+            else:
+                # list.append is atomic under the GIL; the test thread reads these lists
+                self.requests.append(body)
+                self.request_headers.append({key.lower(): value for key, value in request.headers.items()})
+                reply = self.script(body)
             if inspect.isawaitable(reply):
                 reply = await reply
             if reply.delay_s > 0:
                 await asyncio.sleep(reply.delay_s)
+            if reply.broken is not None:
+                return self._broken(request, reply.broken, reply.body(body, number))
             return JSONResponse(reply.body(body, number), status_code=reply.status, headers=reply.headers)
 
         async def models(request: Request) -> Response:
@@ -218,6 +309,31 @@ class ScriptedChatServer:
         return Starlette(
             routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/v1/models", models, methods=["GET"])]
         )
+
+    def _broken(self, request: Any, kind: str, answer: dict) -> Any:
+        from starlette.responses import JSONResponse, Response
+
+        if kind == "cut_json":
+            text = json.dumps(answer)
+            return Response(text[: len(text) // 2], media_type="application/json")
+        if kind == "empty_choices":
+            return JSONResponse({**answer, "choices": []})
+        if kind == "null_message":
+            return JSONResponse({**answer, "choices": [{**answer["choices"][0], "message": None}]})
+        # reset: abort this request's connection with an RST, no answer at all
+        client = request.scope.get("client")
+        for connection in list(getattr(self._server.server_state, "connections", ())):
+            transport = getattr(connection, "transport", None)
+            if transport is None or transport.get_extra_info("peername") != tuple(client or ()):
+                continue
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                import socket
+                import struct
+
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            transport.abort()
+        return Response(b"", status_code=500)  # never reaches the client: its connection is gone
 
     def start(self) -> ScriptedChatServer:
         """Bind a free port and serve until :meth:`stop`; returns once the server accepts connections."""

@@ -74,6 +74,9 @@ class BootcampConformance(Conformance):
         for _, reward, identity in self.reward_cases():
             check_in_range(reward, identity)()
 
+    def test_rewards_and_interactions_survive_hostile_outputs(self):
+        self.check_rewards_and_interactions_survive_hostile_outputs()
+
     def test_solution_scores_one(self):
         self.check_solution_scores_one()
 

@@ -41,10 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flag(export, "--strict-schemas", action="store_true",
              help="fail on a tool parameter with structure (items, properties ...) instead of offering it as JSON "
              "text")
-    add_flag(export, "--max-assistant-turns", type=int, default=10, metavar="N",
-             help="per episode, as bootcamp eval (default: 10)")
-    add_flag(export, "--max-user-turns", type=int, default=20, metavar="N",
-             help="tool messages and interaction replies per episode, as bootcamp eval (default: 20)")
+    add_flag(export, "--max-assistant-turns", type=int, default=None, metavar="N",
+             help="per episode, as bootcamp eval (default: the largest the records' generators recommend, else 10)")
+    add_flag(export, "--max-user-turns", type=int, default=None, metavar="N",
+             help="tool messages and interaction replies per episode, as bootcamp eval (default: the largest the "
+             "records' generators recommend, else 20)")
     add_flag(export, "--max-parallel-calls", type=int, default=None, metavar="N",
              help="tool calls of one turn that run; verl drops the rest (default: --max-user-turns)")
     add_flag(export, "--max-tool-response-length", type=int, default=16384, metavar="CHARS",

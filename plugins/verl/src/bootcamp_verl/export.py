@@ -63,13 +63,15 @@ _BATCH_ROWS = 4096
 
 @attrs.frozen(kw_only=True)
 class ExportOptions:
-    """What the exported configs say; the turn limits default to ``bootcamp eval``'s."""
+    """What the exported configs say. A turn limit left ``None`` is the largest the exported records' generators
+    recommend (``TaskGenerator.limits``), else ``bootcamp eval``'s default (10 assistant turns, 20 user turns)."""
 
     #: a parameter with structure fails the export instead of becoming a JSON-text parameter
     strict_schemas: bool = False
-    max_assistant_turns: int = attrs.field(default=10, validator=attrs.validators.ge(1))
+    max_assistant_turns: int | None = attrs.field(default=None,
+                                                  validator=attrs.validators.optional(attrs.validators.ge(1)))
     #: tool messages and interaction replies per episode, counted as ``bootcamp eval`` counts them
-    max_user_turns: int = attrs.field(default=20, validator=attrs.validators.ge(1))
+    max_user_turns: int | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.ge(1)))
     #: verl drops the calls of one turn past this; ``bootcamp eval`` answers them all (default: max_user_turns)
     max_parallel_calls: int | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.ge(1)))
     #: characters of one tool answer before verl truncates it (verl's default, 256, cuts most tool output)
@@ -91,7 +93,7 @@ class ExportOptions:
 
     @property
     def parallel_calls(self) -> int:
-        return self.max_parallel_calls or self.max_user_turns
+        return self.max_parallel_calls or self.max_user_turns or _DEFAULT_TURNS["max_user_turns"]
 
 
 @attrs.frozen
@@ -194,6 +196,7 @@ def _tool_schemas(tool_ids: dict[str, str], options: ExportOptions,
 class _Survey:
     tools: dict[str, _Tool]  # Tool.name -> tool
     records: int
+    generators: frozenset[str] = frozenset()  # the generator ids of the records
 
 
 def _survey(paths: Sequence[Path], options: ExportOptions, registry: Registry) -> _Survey:
@@ -202,9 +205,11 @@ def _survey(paths: Sequence[Path], options: ExportOptions, registry: Registry) -
     first_seen: dict[str, str] = {}  # tool id -> where it was first seen
     names: dict[str, str] = {}  # tool id -> Tool.name
     count = 0
+    generators: set[str] = set()
     for path in paths:
         for position, sample, record in _samples(path, options.record_schema):
             count += 1
+            generators.add(sample.generator)
             unknown = exported.unknown_keys(record)
             if unknown:  # refused before any write: Parquet has no column for them
                 raise ConfigError(f"{path}: record {position}: {', '.join(unknown)} not in the record schema; the "
@@ -240,7 +245,31 @@ def _survey(paths: Sequence[Path], options: ExportOptions, registry: Registry) -
             # the schema in the tool config does not say it; the adapter needs it to serialize calls
             config["parallel_safe"] = parallel_safe[tool_id]
         by_name[name] = _Tool(tool_id, name, fitted, config)
-    return _Survey(by_name, count)
+    return _Survey(by_name, count, frozenset(generators))
+
+
+#: ``bootcamp eval``'s turn limits, for a limit neither the user nor any generator sets
+_DEFAULT_TURNS = {"max_assistant_turns": 10, "max_user_turns": 20}
+
+
+def _with_turn_limits(options: ExportOptions, generators: Iterable[str], registry: Registry) -> ExportOptions:
+    """``options`` with each turn limit it leaves ``None`` set: the largest the generators recommend
+    (``TaskGenerator.limits``; one training run has one limit for every task), else ``bootcamp eval``'s default."""
+    changes = {}
+    for name, default in _DEFAULT_TURNS.items():
+        if getattr(options, name) is not None:
+            continue
+        recommended = []
+        for generator in sorted(generators):
+            try:
+                limits = getattr(registry.get_class("generator", generator), "limits", None) or {}
+            except (BootcampError, AttributeError, TypeError, ValueError):  # not installed here
+                continue
+            value = limits.get(name) if hasattr(limits, "get") else None
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+                recommended.append(value)
+        changes[name] = max(recommended, default=default)
+    return attrs.evolve(options, **changes) if changes else options
 
 
 def _warnings(tools: dict[str, _Tool]) -> list[str]:
@@ -370,6 +399,9 @@ def integration_overrides(train_files: Sequence[str], val_files: Sequence[str], 
         return "[" + ",".join(f"'{path}'" for path in paths) + "]"
 
     multi_turn = "actor_rollout_ref.rollout.multi_turn"
+    # limits still unset (export_datasets sets them from the generators first): bootcamp eval's defaults
+    options = attrs.evolve(options, **{name: getattr(options, name) or default
+                                       for name, default in _DEFAULT_TURNS.items()})
     return [
         f"data.train_files={files(train_files)}",
         f"data.val_files={files(val_files)}",
@@ -402,7 +434,8 @@ MODEL_PATH="${{MODEL_PATH:-{model_path}}}"
 ROLLOUT_NAME="${{ROLLOUT_NAME:-{rollout_name}}}"
 PYTHON="${{PYTHON:-python3}}"
 ARGS=(
-  # the bootcamp integration: data, tools, agent loop, reward; turn limits as in `bootcamp eval`
+  # the bootcamp integration: data, tools, agent loop, reward; turn limits as in `bootcamp eval` (the generators'
+  # recommended ones unless given)
 {integration}
   # training settings verl needs before it starts, sized for a first run: tune them
 {training}
@@ -455,6 +488,7 @@ def export_datasets(dataset_paths: Sequence[str | os.PathLike], output_dir: str 
     survey = _survey(train + val, options, registry)
     if not survey.records:
         raise ConfigError(f"{', '.join(map(str, train + val))}: no records")
+    options = _with_turn_limits(options, survey.generators, registry)
     tools = survey.tools
     tool_names = sorted(tools)
 

@@ -14,8 +14,9 @@ ANSWER_FORMAT = '```json\n{"result": <number>}\n```'
 #: Floor of the scale in the relative error, so an expected value of 0 still has a meaningful tolerance.
 MIN_SCALE = 1e-15
 
+# linear: the spaces inside the quotes are read only after a quote, so no two unbounded runs meet
 _RESULT = re.compile(
-    r"""["']result["']\s*:\s*(["']?)\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*\1"""
+    r"""["']result["']\s*:\s*(?:(["'])\s*)?([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?(1)\s*\1)"""
 )
 
 
