@@ -219,3 +219,33 @@ def test_a_reference_agent_built_from_the_blocks_plays_through_the_tool():
         return last_assistant_text(messages)
 
     assert anyio.run(play) == "ANSWER: 0 left"
+
+
+@pytest.mark.parametrize(("config", "field"), [
+    ({"max_attempts": "3"}, "max_attempts"), ({"max_attempts": 0}, "max_attempts"), ({"max_attempts": True}, "max_attempts"),
+    ({"max_unanswered": 1.5}, "max_unanswered"), ({"reward_config": [1, 2]}, "reward_config"),
+])
+def test_answer_feedback_refuses_a_bad_config_when_built(config, field):
+    with pytest.raises(ConfigError) as caught:
+        NumberFeedback(**config)
+    assert caught.value.field == field and f"NumberFeedback: config {field} must be" in str(caught.value)
+    assert NumberFeedback(max_attempts=2.0, max_unanswered=1).attempt_limit == 2
+
+
+def test_config_checks_take_defaults_and_bounds():
+    from bootcamp_core import config_flag, config_mapping, config_number, config_whole_number
+
+    owner = object()
+    assert config_number(owner, {}, "scale", 2) == 2.0 and config_number(owner, {"scale": 0}, "scale", 1, low=0) == 0.0
+    for bad in ("1", float("nan"), float("inf"), True, None):
+        with pytest.raises(ConfigError, match="config scale must be a finite number"):
+            config_number(owner, {"scale": bad}, "scale", 1)
+    with pytest.raises(ConfigError, match="> 0"):
+        config_number(owner, {"scale": 0}, "scale", 1, above=0)
+    assert config_whole_number(owner, {"n": 3.0}, "n", 1, low=0) == 3
+    with pytest.raises(ConfigError, match="whole number >= 1"):
+        config_whole_number(owner, {"n": 2.5}, "n", 1, low=1)
+    assert config_flag(owner, {}, "soft", False) is False
+    with pytest.raises(ConfigError, match="true or false"):
+        config_flag(owner, {"soft": 1}, "soft", False)
+    assert config_mapping(owner, {"c": None}, "c") == {} and config_mapping(owner, {"c": {"a": 1}}, "c") == {"a": 1}

@@ -45,20 +45,21 @@ def _range(settings: dict[str, Any], key: str, within: tuple[float, float]) -> t
         not isinstance(value, (list, tuple)) or len(value) != 2
         or not all(isinstance(item, (int, float)) and not isinstance(item, bool) for item in value)
     ):
-        raise ConfigError(f"{key} must be a [low, high] pair of numbers, got {value!r}")
+        raise ConfigError(f"{key} must be a [low, high] pair of numbers, got {value!r}", field=key)
     low, high = float(value[0]), float(value[1])
     if not (within[0] <= low <= high <= within[1]):
-        raise ConfigError(f"{key} must satisfy {within[0]:g} <= low <= high <= {within[1]:g}, got {value!r}")
+        raise ConfigError(f"{key} must satisfy {within[0]:g} <= low <= high <= {within[1]:g}, got {value!r}",
+                          field=key)
     return low, high
 
 
 def _positive(settings: dict[str, Any], key: str, integer: bool = False) -> Any:
     value = settings[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{key} must be a positive number, got {value!r}")
+        raise ConfigError(f"{key} must be a positive number, got {value!r}", field=key)
     if integer:
         if value != int(value):
-            raise ConfigError(f"{key} must be an integer, got {value!r}")
+            raise ConfigError(f"{key} must be an integer, got {value!r}", field=key)
         return int(value)
     return float(value)
 
@@ -90,7 +91,8 @@ class CellDesignGenerator(TaskGenerator):
         self.porosity = _range(settings, "pos_porosity", POROSITY_RANGE)
         self.energy_fraction = _positive(settings, "energy_fraction")
         if self.energy_fraction > 1:
-            raise ConfigError(f"energy_fraction must be in (0, 1], got {self.energy_fraction!r}")
+            raise ConfigError(f"energy_fraction must be in (0, 1], got {self.energy_fraction!r}",
+                              field="energy_fraction")
         self.temperature_margin = _positive(settings, "temperature_margin_K")
         self.budget = _positive(settings, "budget", integer=True)
         self.min_utilisation = _positive(settings, "min_utilisation")

@@ -8,7 +8,7 @@ from bootcamp_battery_design.answer import extract_design
 from bootcamp_battery_design.cell import CellDesign, Conditions, DesignError
 from bootcamp_battery_design.simulator import CellPerformance, get_simulator
 from bootcamp_battery_design.tools import design_bounds
-from bootcamp_core import Reward
+from bootcamp_core import Reward, config_flag, config_number
 
 __all__ = ["CellDesignReward", "soft_score"]
 
@@ -43,6 +43,12 @@ class CellDesignReward(Reward):
     """
 
     name: ClassVar[str] = "cell_design"
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        config_flag(self, config, "soft", False)
+        config_number(self, config, "soft_energy_scale", SOFT_ENERGY_SCALE, low=0.0)
+        config_number(self, config, "soft_temperature_scale_K", SOFT_TEMPERATURE_SCALE_K, low=0.0)
 
     def extract_output(self, output: str) -> tuple[float, float] | None:
         """(thickness in metres, porosity) from the last ``\\boxed{...}``, or ``None``."""

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from bootcamp_battery_design.cell import POROSITY_RANGE, THICKNESS_RANGE_M, CellDesign, Conditions, DesignError
 from bootcamp_battery_design.simulator import CellPerformance, get_simulator
-from bootcamp_core import CallBudget, Tool
+from bootcamp_core import CallBudget, Tool, config_whole_number
 
 __all__ = ["DEFAULT_BUDGET", "BatterySimulationTool", "design_bounds", "report"]
 
@@ -81,6 +81,7 @@ class BatterySimulationTool(Tool):
 
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
+        config_whole_number(self, config, "budget", DEFAULT_BUDGET, low=0)  # an identity's own budget still wins
         self.budget = CallBudget()
 
     async def create(self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any) -> str:

@@ -86,7 +86,7 @@ class _Settings:
         self.check_path_budget = self._integer(settings, "check_path_budget", 0, 10_000)
         for key in ("hidden_obstacles", "floor"):
             if not isinstance(settings[key], bool):
-                raise ConfigError(f"{key} must be true or false, got {settings[key]!r}")
+                raise ConfigError(f"{key} must be true or false, got {settings[key]!r}", field=key)
         self.hidden_obstacles = settings["hidden_obstacles"]
         self.floor = settings["floor"]
 
@@ -94,14 +94,14 @@ class _Settings:
     def _number(settings: dict, key: str, low: float, high: float) -> float:
         value = settings[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-            raise ConfigError(f"{key} must be a number in [{low:g}, {high:g}], got {value!r}")
+            raise ConfigError(f"{key} must be a number in [{low:g}, {high:g}], got {value!r}", field=key)
         return float(value)
 
     @staticmethod
     def _integer(settings: dict, key: str, low: int, high: int) -> int:
         value = settings[key]
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {value!r}")
+            raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {value!r}", field=key)
         return value
 
 

@@ -9,7 +9,7 @@ from bootcamp_bot_trajectory.answer import find_answer
 from bootcamp_bot_trajectory.judge import PathReport, judge_path
 from bootcamp_bot_trajectory.robot import IdentityError, Task, path_length
 from bootcamp_bot_trajectory.simulator import on_simulation_thread
-from bootcamp_core import Reward
+from bootcamp_core import Reward, config_flag, config_number
 
 __all__ = ["SOFT_WEIGHTS", "TrajectoryReward", "soft_score"]
 
@@ -49,6 +49,11 @@ class TrajectoryReward(Reward):
     """
 
     name: ClassVar[str] = "trajectory"
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        config_flag(self, config, "soft", False)
+        config_number(self, config, "soft_distance", SOFT_DISTANCE, above=0.0)
 
     def extract_output(self, output: str) -> tuple[tuple[float, ...], ...] | None:
         """The waypoints of the last well-formed ``"waypoints": [...]`` in the output, or ``None``."""

@@ -25,7 +25,7 @@ DEFAULTS: dict[str, Any] = {
 def _integer(config: dict[str, Any], key: str) -> int:
     value = config[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise ConfigError(f"{key} must be an integer, got {value!r}")
+        raise ConfigError(f"{key} must be an integer, got {value!r}", field=key)
     return int(value)
 
 
@@ -43,12 +43,14 @@ class ArithmeticGenerator(TaskGenerator):
         try:
             self.tolerance = float(settings["tolerance"])
         except (TypeError, ValueError):
-            raise ConfigError(f"tolerance must be a number, got {settings['tolerance']!r}") from None
+            raise ConfigError(f"tolerance must be a number, got {settings['tolerance']!r}", field="tolerance") from None
         if not (math.isfinite(self.tolerance) and self.tolerance >= 0):
-            raise ConfigError(f"tolerance must be a finite number >= 0, got {settings['tolerance']!r}")
+            raise ConfigError(f"tolerance must be a finite number >= 0, got {settings['tolerance']!r}",
+                              field="tolerance")
         operations = settings["operations"]
         if not isinstance(operations, (str, list, tuple)):
-            raise ConfigError(f"operations must be a string such as {OPERATIONS!r}, got {operations!r}")
+            raise ConfigError(f"operations must be a string such as {OPERATIONS!r}, got {operations!r}",
+                              field="operations")
         try:
             self.sampler = ExpressionSampler(
                 _integer(settings, "min_value"),
@@ -58,7 +60,7 @@ class ArithmeticGenerator(TaskGenerator):
                 tuple(operations),
             )
         except ValueError as error:
-            raise ConfigError(f"{type(self).__name__}: {error}") from None
+            raise ConfigError(f"{type(self).__name__}: {error}", field=getattr(error, "field", None)) from None
 
     def case_generator(self, rng: random.Random) -> dict:
         """``{"expression", "expected_result", "tolerance"}``, drawn only from ``rng``."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from bootcamp_core import Reward
+from bootcamp_core import Reward, config_number
 from bootcamp_example.answer import MIN_SCALE, extract_result, relative_error
 
 __all__ = ["ArithmeticReward", "soft_score"]
@@ -33,6 +33,10 @@ class ArithmeticReward(Reward):
 
     name: ClassVar[str] = "arithmetic"
 
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.soft_decades = config_number(self, config, "soft_decades", SOFT_DECADES, low=0.0)
+
     def extract_output(self, output: str) -> float | None:
         """The number of the last ``"result": <number>`` in the output, or ``None``."""
         return extract_result(output)
@@ -45,6 +49,6 @@ class ArithmeticReward(Reward):
         except (AttributeError, KeyError, TypeError, ValueError):
             return 0.0
         if kwargs.get("soft"):
-            decades = kwargs.get("soft_decades", self.config.get("soft_decades", SOFT_DECADES))
+            decades = kwargs.get("soft_decades", self.soft_decades)
             return soft_score(error, tolerance, float(decades))
         return 1.0 if error <= tolerance else 0.0

@@ -7,7 +7,7 @@ import math
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from bootcamp_core import Tool
+from bootcamp_core import Tool, config_number
 from bootcamp_example.arithmetic import (
     MAX_EXPRESSION_LENGTH,
     ExpressionError,
@@ -114,6 +114,10 @@ class CalculatorTool(Tool):
     }
     parallel_safe: ClassVar[bool] = True
 
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.wasted_call_penalty = config_number(self, config, "wasted_call_penalty", WASTED_CALL_PENALTY, low=0.0)
+
     async def create(self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any) -> str:
         """Start an episode with no calls made."""
         instance_id = await super().create(instance_id, identity, **kwargs)
@@ -134,12 +138,11 @@ class CalculatorTool(Tool):
             state["seen"].add(key)
         state["calls"] += 1
         state["wasted"] += wasted
-        step_reward = -float(self.config.get("wasted_call_penalty", WASTED_CALL_PENALTY)) if wasted else 0.0
+        step_reward = -self.wasted_call_penalty if wasted else 0.0
         state["history"].append((parameters, output))
         state["step_rewards"].append(step_reward)
         return output, step_reward, {"calls": state["calls"], "wasted": state["wasted"]}
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """``max(0, 1 - penalty * wasted calls)``: 1 for an episode without wasted calls."""
-        penalty = float(self.config.get("wasted_call_penalty", WASTED_CALL_PENALTY))
-        return max(0.0, 1.0 - penalty * self.state(instance_id)["wasted"])
+        return max(0.0, 1.0 - self.wasted_call_penalty * self.state(instance_id)["wasted"])

@@ -46,16 +46,16 @@ _OUTLOOK_LABELS = {
 def _number(config: Mapping[str, Any], key: str, low: float, high: float) -> float:
     value = config[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{key} must be a number, got {value!r}")
+        raise ConfigError(f"{key} must be a number, got {value!r}", field=key)
     if not low <= value <= high:
-        raise ConfigError(f"{key} must be between {low:g} and {high:g}, got {value!r}")
+        raise ConfigError(f"{key} must be between {low:g} and {high:g}, got {value!r}", field=key)
     return float(value)
 
 
 def _integer(config: Mapping[str, Any], key: str, low: int, high: int) -> int:
     value = _number(config, key, low, high)
     if value != int(value):
-        raise ConfigError(f"{key} must be a whole number, got {config[key]!r}")
+        raise ConfigError(f"{key} must be a whole number, got {config[key]!r}", field=key)
     return int(value)
 
 
@@ -73,15 +73,18 @@ def _settings(config: Mapping[str, Any]) -> Settings:
     if isinstance(guidance, str) or not isinstance(guidance, (list, tuple)) or not all(
         isinstance(name, str) for name in guidance
     ):
-        raise ConfigError(f"guidance must be a list drawn from {list(GUIDANCE_NAMES)}, got {guidance!r}")
+        raise ConfigError(f"guidance must be a list drawn from {list(GUIDANCE_NAMES)}, got {guidance!r}",
+                          field="guidance")
     unknown = sorted(set(guidance) - set(GUIDANCE_NAMES))
     if unknown:
-        raise ConfigError(f"unknown guidance {', '.join(unknown)}; choose from {', '.join(GUIDANCE_NAMES)}")
+        raise ConfigError(f"unknown guidance {', '.join(unknown)}; choose from {', '.join(GUIDANCE_NAMES)}",
+                          field="guidance")
     if merged["capex_announcement"] not in ("exact", "range"):
-        raise ConfigError(f'capex_announcement must be "exact" or "range", got {merged["capex_announcement"]!r}')
+        raise ConfigError(f'capex_announcement must be "exact" or "range", got {merged["capex_announcement"]!r}',
+                          field="capex_announcement")
     revenue_range = merged["revenue_range"]
     if not isinstance(revenue_range, (list, tuple)) or len(revenue_range) != 2:
-        raise ConfigError(f"revenue_range must be [low, high], got {revenue_range!r}")
+        raise ConfigError(f"revenue_range must be [low, high], got {revenue_range!r}", field="revenue_range")
     low = _number({"revenue_range": revenue_range[0]}, "revenue_range", 1_000, 1e9)
     high = _number({"revenue_range": revenue_range[1]}, "revenue_range", low, 1e9)
     return Settings(
@@ -101,10 +104,11 @@ def _settings(config: Mapping[str, Any]) -> Settings:
 def _scoring(config: Mapping[str, Any]) -> dict[str, float]:
     given = config.get("scoring") or {}
     if not isinstance(given, Mapping):
-        raise ConfigError(f"scoring must be a mapping, got {given!r}")
+        raise ConfigError(f"scoring must be a mapping, got {given!r}", field="scoring")
     unknown = sorted(set(given) - set(DEFAULT_SCORING))
     if unknown:
-        raise ConfigError(f"unknown scoring setting {', '.join(unknown)}; known: {', '.join(DEFAULT_SCORING)}")
+        raise ConfigError(f"unknown scoring setting {', '.join(unknown)}; known: {', '.join(DEFAULT_SCORING)}",
+                          field="scoring")
     merged = {**DEFAULT_SCORING, **given}
     return {
         "sigmas": _number(merged, "sigmas", 0.01, 100.0),

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from bootcamp_core import CallBudget, ConfigError, Tool
+from bootcamp_core import CallBudget, ConfigError, Tool, config_number, config_whole_number
 from bootcamp_financial_prediction.accounting import check_statements, consistency_tolerance, ratios
 from bootcamp_financial_prediction.answer import ParsedStatements, read_statements
 from bootcamp_financial_prediction.items import LINE_ITEMS
@@ -79,6 +79,9 @@ class _StatementsTool(Tool):
 
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
+        # the budget CallBudget accepts (a whole number >= 0); the identity's tool_budget, when given, comes first
+        self.default_budget = config_whole_number(self, config, "budget", DEFAULT_BUDGET, low=0)
+        self.wasted_call_penalty = config_number(self, config, "wasted_call_penalty", WASTED_CALL_PENALTY, low=0.0)
         self.budget = CallBudget()
 
     async def create(self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any) -> str:
@@ -87,14 +90,14 @@ class _StatementsTool(Tool):
         instance_id = await super().create(instance_id, public, **kwargs)
         self.state(instance_id).update(wasted=0)
         try:
-            self.budget.open(instance_id, public.get("tool_budget", self.config.get("budget", DEFAULT_BUDGET)))
+            self.budget.open(instance_id, public.get("tool_budget", self.default_budget))
         except ConfigError:  # not a whole number >= 0: nothing of the episode stays behind
             await super().release(instance_id)
             raise
         return instance_id
 
     def _penalty(self) -> float:
-        return float(self.config.get("wasted_call_penalty", WASTED_CALL_PENALTY))
+        return self.wasted_call_penalty
 
     async def execute(self, instance_id: str, parameters: dict, **kwargs: Any) -> tuple[str, float, dict]:
         """One call: (the JSON result or an ``Error:`` message, step reward, the budget's metrics and ``wasted``)."""

@@ -33,17 +33,19 @@ def _weights(opponents: Any) -> list[tuple[str, float]]:
     if isinstance(opponents, (list, tuple)):
         opponents = {style: 1 for style in opponents}
     if not isinstance(opponents, dict) or not opponents:
-        raise ConfigError(f"opponents must be a style, a list of styles or a mapping of style to weight, got {opponents!r}")
+        raise ConfigError(f"opponents must be a style, a list of styles or a mapping of style to weight, got "
+                          f"{opponents!r}", field="opponents")
     pairs = []
     for style, weight in opponents.items():
         if style not in STYLES:
-            raise ConfigError(f"unknown opponent style {style!r}; choose from {', '.join(STYLES)}")
+            raise ConfigError(f"opponents: unknown opponent style {style!r}; choose from {', '.join(STYLES)}", field="opponents")
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
-            raise ConfigError(f"the weight of opponent {style!r} must be a number >= 0, got {weight!r}")
+            raise ConfigError(f"opponents: the weight of opponent {style!r} must be a number >= 0, got {weight!r}",
+                              field="opponents")
         if weight > 0:
             pairs.append((style, float(weight)))
     if not pairs:
-        raise ConfigError("opponents: at least one style needs a positive weight")
+        raise ConfigError("opponents: at least one style needs a positive weight", field="opponents")
     return sorted(pairs)  # a fixed order, whatever order the config wrote them in
 
 
@@ -68,11 +70,12 @@ class HeadsUpGenerator(TaskGenerator):
         self.opponents = _weights(settings["opponents"])
         scale = settings["score_scale_bb_per_hand"]
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
-            raise ConfigError(f"score_scale_bb_per_hand must be a positive number, got {scale!r}")
+            raise ConfigError(f"score_scale_bb_per_hand must be a positive number, got {scale!r}",
+                              field="score_scale_bb_per_hand")
         self.template = {key: settings[key] for key in
                          ("hands", "small_blind", "big_blind", "starting_stack", "reveal_opponent")}
         if not isinstance(settings["duplicate"], bool):
-            raise ConfigError(f"duplicate must be true or false, got {settings['duplicate']!r}")
+            raise ConfigError(f"duplicate must be true or false, got {settings['duplicate']!r}", field="duplicate")
         # Duplicate for a model is duplicate *scoring*: mirroring the seats within its own match would show it the
         # opponent's cards of the previous hand. The par plays the same deals from the model's seat, unseen.
         self.template["duplicate"] = False

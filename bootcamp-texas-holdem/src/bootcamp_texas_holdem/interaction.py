@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from bootcamp_core import Interaction, message_text
+from bootcamp_core import Interaction, config_whole_number, message_text
 from bootcamp_texas_holdem.game import MATCH_OVER, match_score
 
 __all__ = ["TableFeedback", "match_status"]
@@ -46,6 +46,10 @@ class TableFeedback(Interaction):
 
     name: ClassVar[str] = "table_feedback"
 
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.max_reminders = config_whole_number(self, config, "max_reminders", MAX_REMINDERS, low=0)
+
     async def start_interaction(
         self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any
     ) -> str:
@@ -71,7 +75,7 @@ class TableFeedback(Interaction):
             }
         state["reminders"] += 1
         extra = {"match_over": False, "reminders": state["reminders"]}
-        if state["reminders"] > int(self.config.get("max_reminders", MAX_REMINDERS)):
+        if state["reminders"] > self.max_reminders:
             return True, "The episode ends here with the match unfinished: the hands left count as folded.", 0.0, extra
         where = f"{hand} is waiting for your action" if hand else "you have not looked at the table yet"
         feedback = (

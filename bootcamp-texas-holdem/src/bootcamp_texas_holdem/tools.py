@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from bootcamp_core import Tool
+from bootcamp_core import Tool, config_number
 from bootcamp_texas_holdem.game import ACTIONS, IllegalAction, Match, MatchOver, MatchSettings
 
 __all__ = ["ActTool", "TableTool", "shared_match"]
@@ -74,6 +74,11 @@ def _arguments(parameters: Any, allowed: frozenset[str]) -> dict:
 class _MatchTool(Tool):
     """Creation, release and scoring shared by both tools."""
 
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.illegal_action_penalty = config_number(self, config, "illegal_action_penalty", ILLEGAL_ACTION_PENALTY,
+                                                    low=0.0)
+
     async def create(self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any) -> str:
         """Join the episode's match, dealing it first if this is the episode's first tool."""
         settings = MatchSettings.from_identity(identity)  # a bad identity fails here, before anything is stored
@@ -121,8 +126,7 @@ class _MatchTool(Tool):
 
     def _refused(self, match: Match, reason: str) -> tuple[str, float, dict]:
         match.illegal += 1
-        penalty = -float(self.config.get("illegal_action_penalty", ILLEGAL_ACTION_PENALTY))
-        return reason, penalty, self._metrics(match)
+        return reason, -self.illegal_action_penalty, self._metrics(match)
 
 
 class TableTool(_MatchTool):

@@ -44,8 +44,13 @@ _LAZY = {
     "load_component_config": "bootcamp_core.data.config",
     # added by this change, pending DESIGN.md (docs/api.md lists them): what bootcamps and plugins/verl need
     "message_text": "bootcamp_core.blocks",
+    "config_number": "bootcamp_core.blocks",
+    "config_flag": "bootcamp_core.blocks",
+    "config_whole_number": "bootcamp_core.blocks",
+    "config_mapping": "bootcamp_core.blocks",
     "score_trajectory": "bootcamp_core.episode.scoring",
     "execute_tool": "bootcamp_core.episode.tool_calls",
+    "run_coroutine_off_loop": "bootcamp_core.plugin.off_loop",
     "to_json_value": "bootcamp_core.episode.messages:jsonable",
     "to_json_text": "bootcamp_core.data.io:dumps",
     "atomic_write": "bootcamp_core.data.io:AtomicFile",

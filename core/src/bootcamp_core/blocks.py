@@ -14,13 +14,15 @@ docs/building-blocks.md shows each with a runnable example.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from bootcamp_core.plugin.components import Interaction, Reward
 from bootcamp_core.plugin.errors import ConfigError
 
-__all__ = ["AnswerFeedback", "CallBudget", "last_assistant_text", "message_text", "tool_call_message"]
+__all__ = ["AnswerFeedback", "CallBudget", "config_flag", "config_mapping", "config_number", "config_whole_number",
+           "last_assistant_text", "message_text", "tool_call_message"]
 
 
 def message_text(content: Any) -> str:
@@ -62,6 +64,55 @@ def tool_call_message(
             for index, (name, arguments) in enumerate(calls)
         ],
     }
+
+
+# ------------------------------------------------------------------------------------------- component config
+# Checks of a component's constructor config, for ``__init__``: a bad value fails when the component is built
+# (``bootcamp eval`` turns that into one ``error:`` line before any episode runs), not inside every episode. Each
+# reads one key of ``config``, falls back to its default when the key is absent, and raises ConfigError naming the
+# component's class and the key (``field``); keys no check reads stay accepted, as the base class accepts any.
+def _config_error(component: object, key: str, rule: str, value: Any) -> ConfigError:
+    return ConfigError(f"{type(component).__name__}: config {key} must be {rule}, got {value!r}", field=key)
+
+
+def config_number(component: object, config: Mapping[str, Any], key: str, default: float, *,
+                  low: float | None = None, above: float | None = None) -> float:
+    """``config[key]`` (else ``default``) as a finite number, at least ``low`` / greater than ``above`` when given."""
+    value = config.get(key, default)
+    rule = "a finite number" + ("" if low is None else f" >= {low:g}") + ("" if above is None else f" > {above:g}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _config_error(component, key, rule, value)
+    if (low is not None and value < low) or (above is not None and value <= above):
+        raise _config_error(component, key, rule, value)
+    return float(value)
+
+
+def config_flag(component: object, config: Mapping[str, Any], key: str, default: bool) -> bool:
+    """``config[key]`` (else ``default``) when it is true or false (not 0/1, not "yes")."""
+    value = config.get(key, default)
+    if not isinstance(value, bool):
+        raise _config_error(component, key, "true or false", value)
+    return value
+
+
+def config_whole_number(component: object, config: Mapping[str, Any], key: str, default: int, *, low: int) -> int:
+    """``config[key]`` (else ``default``) as a whole number (``3`` or ``3.0``) of at least ``low``."""
+    value = config.get(key, default)
+    rule = f"a whole number >= {low}"
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or value != int(value) or value < low):
+        raise _config_error(component, key, rule, value)
+    return int(value)
+
+
+def config_mapping(component: object, config: Mapping[str, Any], key: str) -> dict:
+    """``config[key]`` as a mapping; absent or null is an empty one."""
+    value = config.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _config_error(component, key, "a mapping of settings", value)
+    return dict(value)
 
 
 class CallBudget:
@@ -171,7 +222,10 @@ class AnswerFeedback(Interaction):
         reward = getattr(type(self), "reward", None)
         if not (isinstance(reward, type) and issubclass(reward, Reward)):
             raise ConfigError(f"{type(self).__name__}.reward must be a Reward subclass, got {reward!r}", field="reward")
-        self.judge = reward(**(config.get("reward_config") or {}))
+        # checked here, so a bad interaction config fails when the interaction is built, not in every episode
+        self.attempt_limit = config_whole_number(self, config, "max_attempts", self.max_attempts, low=1)
+        self.unanswered_limit = config_whole_number(self, config, "max_unanswered", self.max_unanswered, low=1)
+        self.judge = reward(**config_mapping(self, config, "reward_config"))
 
     async def start_interaction(
         self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any
@@ -210,7 +264,7 @@ class AnswerFeedback(Interaction):
             state["last_score"] = 0.0
             state["unanswered"] += 1
             extra = {"attempts": state["attempts"], "unanswered": state["unanswered"]}
-            if state["unanswered"] >= int(self.config.get("max_unanswered", self.max_unanswered)):
+            if state["unanswered"] >= self.unanswered_limit:
                 return True, self.gave_up, 0.0, extra
             return False, self.unanswered_feedback(text), 0.0, extra
         state["attempts"] += 1
@@ -224,7 +278,7 @@ class AnswerFeedback(Interaction):
         # DESIGN.md's solved rule; a reward that sets no threshold counts only a full score
         if score >= float(getattr(self.judge, "solved_threshold", 1.0)) - 1e-9:
             return True, "Correct.", score, extra
-        left = int(self.config.get("max_attempts", self.max_attempts)) - state["attempts"]
+        left = self.attempt_limit - state["attempts"]
         if left <= 0:
             return True, "That is not correct, and no attempts are left.", score, extra
         feedback = f"That is not correct. {self.hint} {left} attempt{'s' if left != 1 else ''} left."

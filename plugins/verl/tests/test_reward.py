@@ -101,3 +101,15 @@ def test_a_row_without_the_loops_episode_is_flagged_as_a_fallback(compute_score,
     merged = {**extra, "messages": [{"role": "assistant", "content": answer(identity["expected_result"])}],
               "tool_rewards": [], "turn_scores": []}
     assert compute_score("bootcamp/example", "", identity, merged)["bootcamp_fallback"] == 0.0
+
+
+def test_an_answer_the_interaction_gave_up_on_scores_zero_without_judging_again(compute_score, example_record):
+    """The agent loop ended it as a reward_timeout (the interaction ran past its limit on this answer): 0, as in eval,
+    and not an infrastructure error, so the sample is trained on."""
+    identity = example_record["reward_model"]["ground_truth"]
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": answer(identity["expected_result"])}]
+    extra = {**example_record["extra_info"], "messages": messages, "tool_rewards": [], "tool_scores": {},
+             "turn_scores": [0.0]}
+    assert compute_score("bootcamp/example", "", identity, {**extra, "finish_reason": "answered"})["score"] == 1.0
+    timed_out = compute_score("bootcamp/example", "", identity, {**extra, "finish_reason": "reward_timeout"})
+    assert timed_out["score"] == 0.0 and timed_out["bootcamp_error"] == 0.0

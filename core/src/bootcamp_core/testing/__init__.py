@@ -34,6 +34,7 @@ _WHERE = {
     "draws": "drivers",
     "outputs": "drivers",
     "run_tool_calls": "drivers",
+    "eval_refuses_component_config": "helpers",
     "evaluate_with_reference": "helpers",
     "generate_dataset": "helpers",
     "generate_records": "helpers",

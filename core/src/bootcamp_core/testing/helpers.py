@@ -107,3 +107,40 @@ def evaluate_with_reference(dataset: str | os.PathLike, output_dir: str | os.Pat
 
     evaluation = EvalConfig(dataset_path=dataset, output_dir=output_dir, policy="reference", **config)
     return run_evaluation(evaluation, registry=registry or get_registry(), progress=False)
+
+
+def eval_refuses_component_config(namespace: str, tmp_path: str | os.PathLike, option: str, bad: str, good: str,
+                                  key: str, registry: Registry | None = None, records: int = 2) -> None:
+    """``bootcamp eval --policy reference`` of ``records`` fresh records, in a subprocess, with a component config
+    file (``option``: ``--tool-config`` or ``--interaction-config``): with the YAML ``bad`` it must stop at start-up
+    (exit 1, exactly one ``error:`` line naming ``key``, no results written); with ``good`` it must play every
+    episode. Raises AssertionError otherwise."""
+    import json
+    import subprocess
+    import sys
+
+    tmp_path = Path(tmp_path)
+    registry = registry or get_registry()
+    [dataset] = [path for path in generate_dataset(namespace, tmp_path / "data", registry,
+                                                   overrides={"split_samples": f"test:{records}", "gen_parquet": False})
+                 if path.suffix == ".jsonl"]
+    env = {**os.environ, "BOOTCAMP_LOAD_PLUGINS": namespace, "BOOTCAMP_STRICT_PLUGINS": "1"}
+    env.pop("OPENAI_API_KEY", None)
+
+    def run(text: str, out: Path) -> subprocess.CompletedProcess:
+        config = out.with_suffix(".yaml")
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(text, encoding="utf-8")
+        command = [sys.executable, "-m", "bootcamp_core.cli.main", "eval", "--policy", "reference", "--dataset-path",
+                   str(dataset), "--output-dir", str(out), "--quiet", option, str(config)]
+        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+
+    failed = run(bad, tmp_path / "bad")
+    errors = [line for line in failed.stderr.splitlines() if line.startswith("error:")]
+    assert failed.returncode == 1, failed.stderr
+    assert len(errors) == 1 and key in errors[0], failed.stderr
+    assert not (tmp_path / "bad" / "results.jsonl").exists()
+    passed = run(good, tmp_path / "good")
+    assert passed.returncode == 0, passed.stderr
+    lines = (tmp_path / "good" / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == records and all(json.loads(line)["success"] for line in lines), lines

@@ -45,7 +45,7 @@ from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, 
 from verl.experimental.agent_loop.tool_parser import FunctionCall
 from verl.tools.schemas import ToolResponse
 
-from bootcamp_core import ConfigError, RolloutLimits, last_assistant_text, normalize_record
+from bootcamp_core import ConfigError, RolloutLimits, last_assistant_text, normalize_record, run_coroutine_off_loop
 from bootcamp_verl.tool import FAILURE_ATTRIBUTE, INSTANCE_ATTRIBUTE, BootcampTool, identity_from
 
 __all__ = ["EXTRA_FIELD_DEFAULTS", "BootcampAgentLoop"]
@@ -276,11 +276,19 @@ class BootcampAgentLoop(ToolAgentLoop):
 
     async def _interaction_turn(self, agent_data: AgentData, episode: _Episode) -> AgentState:
         """The interaction judges the answer; its feedback becomes a masked user turn unless the episode ends."""
+        messages = self.openai_messages(agent_data.messages)
         try:
-            terminate, feedback, score, _extra = await episode.interaction.generate_response(
-                episode.instance_id, self.openai_messages(agent_data.messages)
+            # off this event loop, as bootcamp eval runs it: sync work on the model's answer cannot hold up the other
+            # trajectories of the worker; past the limit the answer scores 0, as a model-side reward_timeout
+            terminate, feedback, score, _extra = await run_coroutine_off_loop(
+                lambda: episode.interaction.generate_response(episode.instance_id, messages),
+                timeout_s=RolloutLimits().reward_timeout_s,
             )
             score = float(score)
+        except TimeoutError:
+            agent_data.turn_scores.append(0.0)
+            episode.finish_reason = "reward_timeout"
+            return AgentState.TERMINATED
         except Exception as error:  # a plugin bug or a failure outside the model: the episode is not rewarded
             return episode.fail(error)
         agent_data.turn_scores.append(score)

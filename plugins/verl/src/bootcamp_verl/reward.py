@@ -102,6 +102,8 @@ def _score(data_source: str, solution_str: str, ground_truth: Any, extra_info: d
     failure = extra_info.get("infrastructure_error")
     if failure:  # the episode did not run to its end: nothing to judge (bootcamp eval does not score it either)
         return _result(0.0, tool_rewards=_floats(extra_info.get("tool_rewards")), error=True)
+    if extra_info.get("finish_reason") == "reward_timeout":  # the interaction gave up on this answer: score 0, as eval
+        return _result(0.0, tool_rewards=_floats(extra_info.get("tool_rewards")))
     registry = get_registry()
     reward = registry.component("reward", _reward_id(data_source, extra_info.get("bootcamp"), registry))
     identity = normalize_record({"reward_model": {"ground_truth": ground_truth}})["reward_model"]["ground_truth"]
