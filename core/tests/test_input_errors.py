@@ -214,3 +214,16 @@ def test_a_real_full_filesystem_then_resume(example_registry, tmp_path):
     second = [json.loads(line) for line in (save / "second.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(second) == 60 == len({line["id"] for line in second}) == len(records)
     assert [line["id"] for line in second[: len(kept)]] == kept
+
+
+@pytest.mark.parametrize("name", ["instruction.yaml", "registry.jsonl", "tools.json"])
+def test_a_config_file_that_is_not_utf8_is_one_line_naming_it(tmp_path, name):
+    from bootcamp_core.data.config import load_component_config, load_registry_file, load_yaml
+
+    path = tmp_path / name
+    path.write_bytes(b'{"namespace": "caf\xe9"}\n')
+    load = {"instruction.yaml": load_yaml, "registry.jsonl": load_registry_file,
+            "tools.json": lambda file: load_component_config(file, "tool")}[name]
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    assert str(caught.value) == f"{path}: not UTF-8 text (byte 0xe9 at offset 18)"

@@ -46,15 +46,23 @@ GLOBAL_KEYS = {"class_name", "default_seed", "default_split_samples", "shuffle",
 TOP_KEYS = {"instruction_generators", "global_config"}
 
 
+def read_config_text(path: Path, missing: str | None = None) -> str:
+    """The UTF-8 text of a config file; a missing, unreadable or non-UTF-8 file is one ConfigError naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(missing or f"{path}: no such file") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset "
+                          f"{error.start})") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
+
+
 def load_yaml(path: str | os.PathLike) -> Any:
     """Parse a YAML file; a syntax error names the file, line and column."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
+    text = read_config_text(path)
     try:
         return yaml.safe_load(text)
     except yaml.MarkedYAMLError as error:
@@ -295,9 +303,7 @@ def _optional_path(value: Any, base: Path | None) -> Path | None:
 def _load_mapping(path: Path, where: str) -> Any:
     if path.suffix.lower() == ".json":
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{where}: no such file {path}") from None
+            return json.loads(read_config_text(path, f"{where}: no such file {path}"))
         except json.JSONDecodeError as error:
             raise ConfigError(f"{path}:{error.lineno}:{error.colno}: broken JSON: {error.msg}") from None
     return load_yaml(path)
@@ -367,10 +373,7 @@ class RegistryEntry:
 def load_registry_file(path: str | os.PathLike) -> list[RegistryEntry]:
     """Lines of a registry JSONL: ``{"bootcamp_name", "config_file" | "namespace", "sample_number", "seed", ...}``."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
+    lines = read_config_text(path).splitlines()
     entries = []
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
