@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import random
-import re
 import tempfile
 import time
 from pathlib import Path
@@ -87,6 +86,7 @@ def generation(count: int) -> None:
 
 
 def scoring(count: int) -> None:
+    from bootcamp_core.answers import last_fenced_block
     from bootcamp_financial_prediction.answer import format_answer
     from bootcamp_financial_prediction.forecast import forecast_statements
     from bootcamp_financial_prediction.generator import ForecastGenerator
@@ -99,7 +99,6 @@ def scoring(count: int) -> None:
     answers = [format_answer(forecast_statements(public_view(identity))) for identity in identities]
     pairs = [(answers[index % 200], identities[index % 200]) for index in range(count)]
     reward = ForecastReward()
-    fence = re.compile(r"```json\n(.*?)```", re.DOTALL)
 
     def score_all() -> None:
         for answer, identity in pairs:
@@ -107,7 +106,7 @@ def scoring(count: int) -> None:
 
     def parse_only() -> None:
         for answer, _ in pairs:
-            data = json.loads(fence.findall(answer)[-1])
+            data = json.loads(last_fenced_block(answer, "json"))
             all(key in data for key in ITEM_KEYS)
 
     scores = [reward.verify_score(answer, identity) for answer, identity in pairs[:200]]

@@ -6,7 +6,18 @@ from __future__ import annotations
 import pytest
 
 from bootcamp_core import answers
-from bootcamp_core.answers import last_answer_line, last_boxed, last_fenced_block, last_json_object
+from bootcamp_core.answers import (
+    boxed_contents,
+    fenced_blocks,
+    is_number,
+    key_value_starts,
+    last_answer_line,
+    last_boxed,
+    last_fenced_block,
+    last_json_object,
+    number_end,
+    skip_space,
+)
 
 MEGABYTE = 1_000_000
 
@@ -63,6 +74,11 @@ ADVERSARIAL = [
     "ANSWER:" * (MEGABYTE // 7),
     "a" * MEGABYTE,
     "{\\" * (MEGABYTE // 2),
+    '"result":' + " " * MEGABYTE,
+    '"result"' * (MEGABYTE // 8),
+    "\\boxed" + " " * MEGABYTE + "{",
+    "9" * MEGABYTE,
+    "1." + "1" * MEGABYTE + "e",
 ]
 
 
@@ -71,6 +87,9 @@ def test_every_extractor_answers_on_a_megabyte_of_adversarial_text(text):
     for extract in (last_fenced_block, last_boxed, last_answer_line, last_json_object):
         result = extract(text)
         assert result is None or isinstance(result, (str, dict))
+    assert isinstance(fenced_blocks(text), list) and isinstance(boxed_contents(text), list)
+    assert isinstance(key_value_starts(text, "result"), list)
+    assert 0 <= number_end(text) <= len(text)
 
 
 def test_answers_at_the_end_of_a_megabyte_of_noise_are_found():
@@ -84,5 +103,48 @@ def test_answers_at_the_end_of_a_megabyte_of_noise_are_found():
     assert last_json_object('{"deep": ' + deep + "}") is None  # nesting too deep to parse: no answer, no error
 
 
+def test_fenced_blocks_lists_every_complete_block_with_its_language_word_left_out():
+    text = 'a ```json\n{"a": 1}\n``` b ```python\nprint(1)\n``` c ```{"multi": 1,\n"line": 2}``` d ```42``` e ```'
+    assert fenced_blocks(text) == ['{"a": 1}', "print(1)", '{"multi": 1,\n"line": 2}', "42"]
+    assert fenced_blocks(text, "JSON") == ['{"a": 1}']
+    assert fenced_blocks(text, ("json", "")) == ['{"a": 1}', '{"multi": 1,\n"line": 2}', "42"]
+    assert fenced_blocks("``` json  \n{}\n```") == ["{}"]  # blanks around the word
+    assert fenced_blocks("```c++\nint x;\n```", "c++") == ["int x;"]
+    assert fenced_blocks("```") == [] and fenced_blocks(None) == []
+
+
+def test_boxed_contents_in_closing_order_and_whitespace_before_the_brace():
+    assert boxed_contents(r"\boxed{1} \boxed {2} \boxed{a \boxed{3}}") == ["1", "2", "3", r"a \boxed{3}"]
+    assert last_boxed("\\boxed \n {0.1, 0.3}") == "0.1, 0.3"
+    assert boxed_contents(r"\boxedx{1} \unboxed{2} boxed{3}") == []
+    assert boxed_contents(r"\boxed{1}", command="") == []
+
+
+def test_key_value_starts_finds_each_quoted_key_and_its_colon():
+    text = 'say "result": 1, \'result\' :  2, "results": 3, result: 4, "result" no colon, {"result":5'
+    starts = key_value_starts(text, "result")
+    assert [text[start] for start in starts] == ["1", "2", "5"]
+    assert key_value_starts('result": 1', "result") == []  # no opening quote
+    assert key_value_starts('"result": 1', "result") == [10]
+    assert key_value_starts("anything", "") == [] and key_value_starts(None, "result") == []
+
+
+@pytest.mark.parametrize(("text", "end"), [
+    ("42", 2), ("-2.5", 4), ("+.5", 3), ("3.", 2), ("1e-9", 4), ("1E+9x", 4), ("1e", 1), ("1e+", 1), (".", 0),
+    ("-", 0), ("inf", 0), ("1_000", 1), ("0x1", 1), ("", 0), ("١٢", 2),
+])
+def test_number_end_reads_a_json_or_python_number(text, end):
+    assert number_end(text) == end
+    assert is_number(text) == (end == len(text) > 0)
+
+
+def test_number_end_at_an_offset_and_unsigned():
+    assert number_end("x = -12;", 4) == 7
+    assert number_end("x = -12;", 4, signed=False) == 4
+    assert number_end("12", 5) == 5 and number_end("12", -1) == -1
+    assert skip_space("  \n\tx", 0) == 4 and skip_space("  ", 0) == 2
+
+
 def test_module_lists_its_functions():
-    assert answers.__all__ == ["last_answer_line", "last_boxed", "last_fenced_block", "last_json_object"]
+    assert answers.__all__ == ["boxed_contents", "fenced_blocks", "is_number", "key_value_starts", "last_answer_line",
+                               "last_boxed", "last_fenced_block", "last_json_object", "number_end", "skip_space"]

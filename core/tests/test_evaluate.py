@@ -575,7 +575,8 @@ def test_timeout_flags_are_documented_recorded_and_effective(example_registry, t
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    for flag, default in (("--episode-timeout", 600), ("--tool-timeout", 60), ("--request-timeout", 600)):
+    for flag, default in (("--episode-timeout", 600), ("--tool-timeout", 60), ("--request-timeout", 600),
+                          ("--reward-timeout", 60)):
         # the option's own help entry ("--x SECONDS text"), not the usage line ("[--x SECONDS]")
         entry = re.search(rf"{flag} SECONDS .*?\(default: (\d+)\)", help_text)
         assert entry and int(entry.group(1)) == default
@@ -593,7 +594,7 @@ def test_timeout_flags_are_documented_recorded_and_effective(example_registry, t
     out = tmp_path / "out"
     with ScriptedChatServer(slow_first_attempt) as server:
         assert main(eval_args(dataset, out, server, "--limit", "1", "--request-timeout", "0.3",
-                              "--tool-timeout", "7", "--episode-timeout", "30")) == 0
+                              "--tool-timeout", "7", "--episode-timeout", "30", "--reward-timeout", "9")) == 0
         # the timed-out attempt, its retry, and the answer
         assert len(server.requests) == 3
     [line] = lines_of(out / "results.jsonl")
@@ -601,6 +602,7 @@ def test_timeout_flags_are_documented_recorded_and_effective(example_registry, t
     config = line["evaluation_config"]
     assert config["request_timeout_s"] == 0.3
     assert config["limits"]["tool_timeout_s"] == 7 and config["limits"]["episode_timeout_s"] == 30
+    assert config["limits"]["reward_timeout_s"] == 9
     assert json.loads((out / "summary.json").read_text())["evaluation_config"]["request_timeout_s"] == 0.3
 
     # an episode longer than --episode-timeout ends there

@@ -1,8 +1,8 @@
 """The final-answer format ``\\boxed{thickness_m, porosity}``, shared by the prompt, the reward and the agent.
 
-Model output may be megabytes of anything, so reading it takes one forward pass and ``str`` methods, never a regular
-expression that can backtrack (a pattern of optional spaces around optional brackets took seconds on a box of a few
-thousand spaces).
+Model output may be megabytes of anything, so it is read with :mod:`bootcamp_core.answers` (linear time), never a
+regular expression that can backtrack (a pattern of optional spaces around optional brackets took seconds on a box of
+a few thousand spaces).
 """
 
 from __future__ import annotations
@@ -10,51 +10,23 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from bootcamp_core import answers
+
 __all__ = ["ANSWER_FORMAT", "extract_design", "format_answer", "format_number"]
 
 #: How the model must give its final answer; quoted verbatim in the prompt.
 ANSWER_FORMAT = "\\boxed{pos_thickness_m, pos_porosity}"
 
-_BOXED = "\\boxed"
-#: What a number may be written with besides decimal digits; float() then decides whether it is one.
-_NUMBER_SIGNS = frozenset("+-.eE")
-
 
 def _last_box(text: str) -> str | None:
-    """The content of the last ``\\boxed{...}`` (spaces allowed before the brace) that holds no brace, or ``None``.
-
-    Boxes holding a brace are skipped: two numbers need none. The boxes are visited left to right and the searches
-    for the next brace only move forwards, so the text is read a bounded number of times whatever it holds.
-    """
-    found = None
-    next_open, next_close = text.find("{"), text.find("}")  # the first of each at or after the box being read
-    position = text.find(_BOXED)
-    while position != -1:
-        brace = position + len(_BOXED)
-        while brace < len(text) and text[brace].isspace():
-            brace += 1
-        if brace < len(text) and text[brace] == "{":
-            start = brace + 1
-            if -1 < next_open < start:
-                next_open = text.find("{", start)
-            if -1 < next_close < start:
-                next_close = text.find("}", start)
-            if next_close != -1 and (next_open == -1 or next_close < next_open):
-                found = text[start:next_close]
-                position = text.find(_BOXED, next_close + 1)
-                continue
-        position = text.find(_BOXED, position + 1)
-    return found
+    """The content of the last ``\\boxed{...}`` (whitespace allowed before the brace) that holds no brace, or ``None``:
+    two numbers need none."""
+    return next((box for box in reversed(answers.boxed_contents(text)) if "{" not in box and "}" not in box), None)
 
 
 def _number(text: str) -> float | None:
     """``text`` as a number written with digits, an optional sign, point and exponent (no ``inf``, no ``1_0``)."""
-    if not text or not all(character.isdecimal() or character in _NUMBER_SIGNS for character in text):
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return None
+    return float(text) if answers.is_number(text) else None
 
 
 def _pair(content: str) -> tuple[float, float] | None:

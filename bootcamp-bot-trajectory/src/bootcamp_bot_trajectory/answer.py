@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bootcamp_bot_trajectory.robot import PathError, parse_waypoints
+from bootcamp_core import answers
 
 __all__ = ["ANSWER_FORMAT", "find_answer", "format_answer", "format_waypoints"]
 
@@ -14,31 +15,7 @@ __all__ = ["ANSWER_FORMAT", "find_answer", "format_answer", "format_waypoints"]
 ANSWER_FORMAT = '```json\n{"waypoints": [[j1, j2, j3, j4, j5, j6, j7], [j1, j2, j3, j4, j5, j6, j7], ...]}\n```'
 
 _KEY = "waypoints"
-_QUOTES = "\"'"
 _DECODER = json.JSONDecoder()
-
-
-def _skip_spaces(text: str, position: int) -> int:
-    while position < len(text) and text[position].isspace():
-        position += 1
-    return position
-
-
-def _last_value_start(text: str) -> int | None:
-    """Where the value of the last ``"waypoints":`` (either quote, spaces allowed) begins, or ``None``.
-
-    Read with ``str.rfind`` from the end rather than a regular expression: model output may be megabytes, and each
-    candidate key is checked over its own few characters, so the whole text is read at most about twice.
-    """
-    position = text.rfind(_KEY)
-    while position != -1:
-        end = position + len(_KEY)
-        if position > 0 and text[position - 1] in _QUOTES and end < len(text) and text[end] in _QUOTES:
-            colon = _skip_spaces(text, end + 1)
-            if colon < len(text) and text[colon] == ":":
-                return _skip_spaces(text, colon + 1)
-        position = text.rfind(_KEY, 0, position)
-    return None
 
 
 def find_answer(text: Any) -> tuple[tuple[tuple[float, ...], ...] | None, str | None]:
@@ -48,9 +25,10 @@ def find_answer(text: Any) -> tuple[tuple[tuple[float, ...], ...] | None, str | 
     """
     if not isinstance(text, str):
         return None, None
-    start = _last_value_start(text)
-    if start is None:
+    starts = answers.key_value_starts(text, _KEY)  # linear time: model output can be megabytes
+    if not starts:
         return None, None
+    start = starts[-1]
     try:
         value, _ = _DECODER.raw_decode(text, start)
     except ValueError as error:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from collections.abc import Iterable
 from decimal import Context, Decimal
 from fractions import Fraction
+
+from bootcamp_core import answers
 
 __all__ = [
     "MAX_EXPRESSION_LENGTH",
@@ -32,12 +33,7 @@ OPERATIONS = "+-*/"
 
 # Model output often carries typographic operators; accept them rather than fail on a spelling.
 _ALIASES = str.maketrans({"×": "*", "÷": "/", "−": "-", "–": "-"})
-# ``\d+(?:\.\d*)?``, not ``\d+\.?\d*``: the same numbers, but a run of digits can be split only one way, so a failed
-# match of model-written text costs linear time, not quadratic.
-_TOKEN = re.compile(
-    r"\s*(?:(?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)|(?P<symbol>[-+*/()])|(?P<other>\S))"
-)
-_NUMBER = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*\Z")
+_SYMBOLS = frozenset("-+*/()")
 _END = "end of expression"
 
 
@@ -49,7 +45,7 @@ def parse_number(text: str) -> Fraction:
     """The exact value of a decimal literal such as ``-1.25e-3``."""
     if len(text) > MAX_EXPRESSION_LENGTH:
         raise ExpressionError(f"number is {len(text)} characters long; the limit is {MAX_EXPRESSION_LENGTH}")
-    if not _NUMBER.match(text):
+    if not answers.is_number(text.strip()):
         raise ExpressionError(f"{text!r} is not a number")
     return _literal(text.strip())
 
@@ -145,22 +141,24 @@ def _describe(token: tuple[str, str, int]) -> str:
 
 
 def _tokenize(text: str) -> list[tuple[str, str, int]]:
+    """(kind, text, 1-based column) of each number and symbol, then an ``end`` token; one forward pass
+    (:func:`bootcamp_core.answers.number_end` reads the numbers: model-written text never meets a pattern)."""
     tokens: list[tuple[str, str, int]] = []
-    position = 0
     length = len(text)
+    position = answers.skip_space(text, 0)
     while position < length:
-        match = _TOKEN.match(text, position)
-        if match is None:  # only trailing whitespace is left
-            break
-        kind = match.lastgroup or "other"
-        column = match.start(kind) + 1
-        if kind == "other":
+        end = answers.number_end(text, position, signed=False)
+        if end > position:
+            tokens.append(("number", text[position:end], position + 1))
+        elif text[position] in _SYMBOLS:
+            end = position + 1
+            tokens.append(("symbol", text[position], position + 1))
+        else:
             raise ExpressionError(
-                f"unexpected character {match.group(kind)!r} at position {column}; "
+                f"unexpected character {text[position]!r} at position {position + 1}; "
                 "use numbers, + - * / and parentheses"
             )
-        tokens.append((kind, match.group(kind), column))
-        position = match.end()
+        position = answers.skip_space(text, end)
     tokens.append(("end", "", length + 1))
     return tokens
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
+from bootcamp_core import answers
 from bootcamp_financial_prediction.items import ITEM_KEYS, LINE_ITEMS
 
 __all__ = ["ANSWER_FORMAT", "ParsedStatements", "format_answer", "parse_answer", "read_statements"]
@@ -19,13 +19,16 @@ __all__ = ["ANSWER_FORMAT", "ParsedStatements", "format_answer", "parse_answer",
 #: How the model must give its final answer; quoted in the prompt and in feedback.
 ANSWER_FORMAT = "```json\n{" + ", ".join(f'"{key}": <number>' for key in ITEM_KEYS) + "}\n```"
 
-_FENCE = "```"
-#: Labels a model may use instead of the keys (English or Chinese), folded to lower case without spaces.
-_ALIASES: dict[str, str] = {}
-for _item in LINE_ITEMS:
-    for _name in (_item.key, _item.english, _item.chinese):
-        _ALIASES[re.sub(r"[\s_]+", "", _name).lower()] = _item.key
-_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\Z")
+
+
+def _folded(label: Any) -> str:
+    """A key or label without whitespace or underscores, in lower case: how keys and labels are compared."""
+    return "".join(str(label).split()).replace("_", "").lower()
+
+
+#: Labels a model may use instead of the keys (English or Chinese), folded.
+_ALIASES: dict[str, str] = {_folded(name): item.key for item in LINE_ITEMS
+                            for name in (item.key, item.english, item.chinese)}
 #: Largest amount accepted (in thousands): far beyond any company, small enough that sums stay exact and finite.
 MAX_AMOUNT = 1e15
 
@@ -56,7 +59,7 @@ def _number(value: Any) -> float | None:
         text = value.strip().replace(",", "").replace("_", "")
         negative = text.startswith("(") and text.endswith(")")  # accountants write (1,234) for -1234
         text = text[1:-1].strip() if negative else text
-        if not _NUMBER.match(text):
+        if not answers.is_number(text):
             return None
         number = -float(text) if negative else float(text)
     else:
@@ -68,13 +71,13 @@ def read_statements(data: Any) -> ParsedStatements | None:
     """The items of a JSON object (keys or labels); ``None`` when ``data`` is not an object holding any item."""
     if not isinstance(data, Mapping):
         return None
-    if not any(_ALIASES.get(re.sub(r"[\s_]+", "", str(key)).lower()) for key in data):
+    if not any(_ALIASES.get(_folded(key)) for key in data):
         nested = [value for value in data.values() if isinstance(value, Mapping)]
         return read_statements(nested[0]) if len(nested) == 1 else None
     values: dict[str, float] = {}
     invalid, unknown = [], []
     for key, value in data.items():
-        item = _ALIASES.get(re.sub(r"[\s_]+", "", str(key)).lower())
+        item = _ALIASES.get(_folded(key))
         if item is None:
             unknown.append(str(key))
             continue
@@ -87,40 +90,12 @@ def read_statements(data: Any) -> ParsedStatements | None:
     return ParsedStatements(values, missing, tuple(invalid), tuple(unknown))
 
 
-def _skip(text: str, position: int, characters: str) -> int:
-    while position < len(text) and text[position] in characters:
-        position += 1
-    return position
-
-
-def _fenced_blocks(text: str) -> list[str]:
-    """The body of every ```` ``` ```` block, in order: after the opening fence, an optional ``json`` / ``JSON`` tag
-    between spaces or tabs and one newline; up to the next fence.
-
-    One forward pass with ``str.find``: a pattern for this (a lazy body after optional blanks) backtracks in time
-    cubic in a run of spaces after an unclosed fence, and model output can be megabytes.
-    """
-    blocks = []
-    opening = text.find(_FENCE)
-    while opening != -1:
-        start = _skip(text, opening + len(_FENCE), " \t")
-        if text.startswith(("json", "JSON"), start):
-            start = _skip(text, start + len("json"), " \t")
-        if text.startswith("\n", start):
-            start += 1
-        closing = text.find(_FENCE, start)
-        if closing == -1:  # a later fence starts inside this one, and nothing after it closes either
-            break
-        blocks.append(text[start:closing])
-        opening = text.find(_FENCE, closing + len(_FENCE))
-    return blocks
-
-
 def parse_answer(text: Any) -> ParsedStatements | None:
     """The statements of the last fenced JSON block holding any line item (or of a bare JSON text), else ``None``."""
     if not isinstance(text, str):
         return None
-    candidates = _fenced_blocks(text)
+    # blocks tagged json or untagged, in linear time (model output can be megabytes); python code is no forecast
+    candidates = answers.fenced_blocks(text, ("json", ""))
     if not candidates:
         candidates = [text]
     for candidate in reversed(candidates):

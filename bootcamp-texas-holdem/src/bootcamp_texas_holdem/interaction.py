@@ -7,7 +7,6 @@ answer to extract, no attempt to count and no reward to check with; the table's 
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar
 
 from bootcamp_core import Interaction, config_whole_number, message_text
@@ -18,11 +17,46 @@ __all__ = ["TableFeedback", "match_status"]
 #: Reminders given before the episode ends with the match unfinished (the hands left then count as folded).
 MAX_REMINDERS = 3
 
-# Match.final_line's exact words, with no `.*` to backtrack over: tool output echoes what the model sent
-_RESULT = re.compile(
-    rf"^{re.escape(MATCH_OVER)}: all \d+ hands have been played\. You (won|lost) (\d+) chips in total", re.MULTILINE
-)
-_HAND = re.compile(r"^Hand (\d+) of (\d+)\b", re.MULTILINE)
+_RESULT_START = f"{MATCH_OVER}: all "
+_RESULT_MIDDLE = " hands have been played. You "
+_HAND_START = "Hand "
+
+
+def _digits(line: str, start: int) -> int:
+    """Where the run of ASCII digits at ``start`` ends (``start`` when there is none)."""
+    end = start
+    while end < len(line) and "0" <= line[end] <= "9":
+        end += 1
+    return end
+
+
+def _match_result(line: str) -> int | None:
+    """The chips won (negative when lost) in Match.final_line's exact words, else ``None``."""
+    if not line.startswith(_RESULT_START):
+        return None
+    hands_end = _digits(line, len(_RESULT_START))
+    if hands_end == len(_RESULT_START) or not line.startswith(_RESULT_MIDDLE, hands_end):
+        return None
+    rest = line[hands_end + len(_RESULT_MIDDLE):]
+    outcome, _, rest = rest.partition(" ")
+    chips_end = _digits(rest, 0)
+    if outcome not in ("won", "lost") or chips_end == 0 or not rest.startswith(" chips in total", chips_end):
+        return None
+    chips = int(rest[:chips_end])
+    return chips if outcome == "won" else -chips
+
+
+def _hand_of(line: str) -> str | None:
+    """``"hand k of n"`` from a line that starts ``Hand k of n`` (then a non-word character or the end)."""
+    if not line.startswith(_HAND_START):
+        return None
+    number_end = _digits(line, len(_HAND_START))
+    of_end = number_end + len(" of ")
+    total_end = _digits(line, of_end)
+    if (number_end == len(_HAND_START) or not line.startswith(" of ", number_end) or total_end == of_end
+            or (total_end < len(line) and (line[total_end].isalnum() or line[total_end] == "_"))):
+        return None
+    return f"hand {line[len(_HAND_START):number_end]} of {line[of_end:total_end]}"
 
 
 def match_status(messages: list[dict]) -> tuple[bool, int | None, str | None]:
@@ -31,13 +65,14 @@ def match_status(messages: list[dict]) -> tuple[bool, int | None, str | None]:
     for message in messages:
         if not isinstance(message, dict) or message.get("role") != "tool":
             continue
-        text = message_text(message.get("content"))
-        result = _RESULT.search(text)
-        if result:
-            chips = int(result.group(2))
-            return True, chips if result.group(1) == "won" else -chips, None
-        for found in _HAND.finditer(text):
-            hand = f"hand {found.group(1)} of {found.group(2)}"
+        # line by line with str methods, no pattern: tool output echoes what the model sent
+        lines = message_text(message.get("content")).split("\n")
+        for line in lines:
+            chips = _match_result(line)
+            if chips is not None:
+                return True, chips, None
+        for line in lines:
+            hand = _hand_of(line) or hand
     return False, None, hand
 
 

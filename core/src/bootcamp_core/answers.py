@@ -1,24 +1,49 @@
-"""Answer extraction shared by rewards: the last fenced block, ``\\boxed{...}``, ``ANSWER:`` line or JSON object.
+"""Answer extraction shared by rewards, interactions and tools: fenced blocks, ``\\boxed{...}``, ``ANSWER:`` lines,
+the value after a JSON key, numbers and JSON objects.
 
 Every function reads model output, which may be megabytes of anything, so each runs in time linear in the text's
 length: ``str.find`` / ``str.rfind`` and one forward pass, never a pattern that can backtrack. Each returns ``None``
-when nothing of its kind is there, and never raises on any string.
+(or an empty list) when nothing of its kind is there, and never raises on any string.
 
     >>> last_boxed(r"so \\boxed{\\frac{1}{2}}")
     '\\\\frac{1}{2}'
     >>> last_answer_line("work...\\nANSWER: 42\\n")
     '42'
+    >>> text = 'first {"result": 1}, then {"result": -2.5e3}'
+    >>> [text[start:number_end(text, start)] for start in key_value_starts(text, "result")]
+    ['1', '-2.5e3']
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["last_answer_line", "last_boxed", "last_fenced_block", "last_json_object"]
+__all__ = ["boxed_contents", "fenced_blocks", "is_number", "key_value_starts", "last_answer_line", "last_boxed",
+           "last_fenced_block", "last_json_object", "number_end", "skip_space"]
 
 FENCE = "```"
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+#: What a fence's language word may hold (``json``, ``python3``, ``c++``, ``objective-c``, ``c#``).
+_TAG_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+-.#")
+_BLANKS = " \t"
+_QUOTES = "\"'"
+
+
+def _skip(text: str, position: int, characters: str, stop: int | None = None) -> int:
+    """The first position at or after ``position`` (before ``stop``) whose character is not in ``characters``."""
+    stop = len(text) if stop is None else stop
+    while position < stop and text[position] in characters:
+        position += 1
+    return position
+
+
+def skip_space(text: str, position: int) -> int:
+    """The first position at or after ``position`` that holds no whitespace (``len(text)`` at the end)."""
+    while position < len(text) and text[position].isspace():
+        position += 1
+    return position
 
 
 def _fence_end(text: str, start: int) -> int:
@@ -40,53 +65,86 @@ def _fences(text: str) -> list[tuple[int, int]]:
     return fences
 
 
-def last_fenced_block(text: str, language: str | None = None) -> str | None:
-    """The body of the last complete ```` ``` ```` block (of ``language`` when given, e.g. ``"json"``), or ``None``.
+def _block(text: str, after: int, close_at: int) -> tuple[str, str]:
+    """(language word, body) of the block between an opening fence ending at ``after`` and a closing one at
+    ``close_at``.
 
-    Fences pair up in order, so an unclosed last fence is ignored. The body is the text between the opening fence's
-    line and the closing fence; for a one-line block (```` ```json {"a": 1}``` ````) the text after the language word.
+    The word is a run of letters, digits and ``_+-.#`` right after the fence (blanks allowed before it), followed by
+    the end of the line or by a blank and the body on the same line (```` ```json {"a": 1}``` ````); anything else
+    (```` ```{"a": 1,\\n"b": 2}``` ````, ```` ```42``` ````) is all body. One newline after the word is not part of
+    the body, and neither is one before the closing fence.
+    """
+    start = _skip(text, after, _BLANKS, close_at)
+    word_end = _skip(text, start, _TAG_CHARACTERS, close_at)
+    after_word = _skip(text, word_end, _BLANKS, close_at)
+    if word_end > start and (text.startswith("\n", after_word) or (after_word > word_end and after_word < close_at)):
+        tag, body_start = text[start:word_end], after_word
+    else:
+        tag, body_start = "", start
+    if text.startswith("\n", body_start) and body_start < close_at:
+        body_start += 1
+    body = text[body_start:close_at]
+    return tag, body.removesuffix("\n")
+
+
+def fenced_blocks(text: str, language: str | Iterable[str] | None = None) -> list[str]:
+    """The body of every complete ```` ``` ```` block, in order; only of ``language`` when given: a word (``"json"``)
+    or several (``("json", "")``: tagged json or untagged), compared ignoring ASCII case.
+
+    Fences (runs of three or more backticks) pair up in order, so an unclosed last fence is ignored.
     """
     if not isinstance(text, str):
-        return None
-    wanted = language.translate(_ASCII_LOWER) if language is not None else None
+        return []
+    if language is None:
+        wanted = None
+    else:
+        wanted = {word.translate(_ASCII_LOWER) for word in ((language,) if isinstance(language, str) else language)}
     fences = _fences(text)
-    found = None
+    blocks = []
     for opening, closing in zip(fences[0::2], fences[1::2]):
-        after, close_at = opening[1], closing[0]
-        newline = text.find("\n", after, close_at)
-        if newline != -1:
-            info, body = text[after:newline].strip(), text[newline + 1:close_at]
-        else:  # a one-line block: a language word, then the body
-            inline = text[after:close_at]
-            word, _, rest = inline.lstrip().partition(" ")
-            info, body = (word, rest) if rest and word.isalnum() else ("", inline)
-        tag = info.split(maxsplit=1)[0].translate(_ASCII_LOWER) if info.strip() else ""
-        if wanted is None or tag == wanted:
-            found = body
-    if found is None:
-        return None
-    return found[:-1] if found.endswith("\n") else found
+        tag, body = _block(text, opening[1], closing[0])
+        if wanted is None or tag.translate(_ASCII_LOWER) in wanted:
+            blocks.append(body)
+    return blocks
 
 
-def last_boxed(text: str, command: str = "\\boxed") -> str | None:
-    """The content of the ``\\boxed{...}`` that closes last (braces balanced; an outer box wins over one inside it)."""
-    if not isinstance(text, str):
-        return None
+def last_fenced_block(text: str, language: str | Iterable[str] | None = None) -> str | None:
+    """The body of the last complete ```` ``` ```` block (see :func:`fenced_blocks`), or ``None``."""
+    blocks = fenced_blocks(text, language)
+    return blocks[-1] if blocks else None
+
+
+def boxed_contents(text: str, command: str = "\\boxed") -> list[str]:
+    """The content of every ``\\boxed{...}`` (braces balanced; whitespace allowed between the command and its brace), in
+    the order the boxes close: a box inside another comes before it.
+    """
+    if not isinstance(text, str) or not command:
+        return []
     # One pass over the braces with a stack of openings: -1 for a plain brace, else where a box's content starts.
+    # The whitespace before a brace is walked back once per brace: each run of it belongs to one brace only.
     stack: list[int] = []
-    found = None
+    found: list[str] = []
     next_open, next_close = text.find("{"), text.find("}")
     while next_open != -1 or next_close != -1:
         if next_close == -1 or (next_open != -1 and next_open < next_close):
-            stack.append(next_open + 1 if text.endswith(command, 0, next_open) else -1)
+            before = next_open
+            while before > 0 and text[before - 1].isspace():
+                before -= 1
+            stack.append(next_open + 1 if text.endswith(command, 0, before) else -1)
             next_open = text.find("{", next_open + 1)
         else:
             if stack:
                 start = stack.pop()
                 if start != -1:
-                    found = (start, next_close)
+                    found.append(text[start:next_close])
             next_close = text.find("}", next_close + 1)
-    return None if found is None else text[found[0]:found[1]]
+    return found
+
+
+def last_boxed(text: str, command: str = "\\boxed") -> str | None:
+    """The content of the ``\\boxed{...}`` that closes last (an outer box wins over one inside it), or ``None``."""
+    boxes = boxed_contents(text, command)
+    return boxes[-1] if boxes else None
 
 
 def last_answer_line(text: str, prefix: str = "ANSWER:", *, ignore_case: bool = True) -> str | None:
@@ -104,6 +162,61 @@ def last_answer_line(text: str, prefix: str = "ANSWER:", *, ignore_case: bool = 
     end = text.find("\n", start)
     answer = text[start:end if end != -1 else len(text)].strip()
     return answer or None
+
+
+def key_value_starts(text: str, key: str) -> list[int]:
+    """Where the value of each ``"key": `` (or ``'key':``; any spaces around the colon) of the text begins, in order.
+
+    Works on text that is not valid JSON (prose around it, an unclosed object); the caller reads the value there, e.g.
+    with :func:`number_end` or ``json.JSONDecoder().raw_decode(text, start)``.
+    """
+    if not isinstance(text, str) or not key:
+        return []
+    starts = []
+    position = text.find(key, 1)
+    while position != -1:
+        end = position + len(key)
+        if text[position - 1] in _QUOTES and end < len(text) and text[end] in _QUOTES:
+            colon = skip_space(text, end + 1)
+            if colon < len(text) and text[colon] == ":":
+                starts.append(skip_space(text, colon + 1))
+        position = text.find(key, position + 1)
+    return starts
+
+
+def _skip_digits(text: str, position: int) -> int:
+    while position < len(text) and text[position].isdecimal():
+        position += 1
+    return position
+
+
+def number_end(text: str, start: int = 0, *, signed: bool = True) -> int:
+    """Where the number written at ``start`` ends: ``[sign] (digits [. digits] | . digits) [e [sign] digits]``, the
+    way JSON and Python write one (``1``, ``-2.5``, ``.5``, ``3.``, ``1e-9``; no ``inf``, no ``1_000``, no ``0x1``);
+    ``start`` itself when none starts there. ``signed=False`` reads no leading sign (a tokenizer's number).
+    """
+    if not isinstance(text, str) or not 0 <= start < len(text):
+        return start
+    position = start + (signed and text[start] in "+-")
+    digits = _skip_digits(text, position)
+    if digits > position:
+        position = digits
+        if position < len(text) and text[position] == ".":
+            position = _skip_digits(text, position + 1)
+    elif position < len(text) and text[position] == "." and _skip_digits(text, position + 1) > position + 1:
+        position = _skip_digits(text, position + 1)
+    else:
+        return start
+    if position < len(text) and text[position] in "eE":
+        exponent = position + 1 + (position + 1 < len(text) and text[position + 1] in "+-")
+        if _skip_digits(text, exponent) > exponent:
+            position = _skip_digits(text, exponent)
+    return position
+
+
+def is_number(text: str) -> bool:
+    """Whether all of ``text`` is one number as :func:`number_end` reads it (no spaces around it)."""
+    return isinstance(text, str) and bool(text) and number_end(text) == len(text)
 
 
 def _object_spans(text: str) -> list[tuple[int, int]]:

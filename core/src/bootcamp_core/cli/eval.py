@@ -68,6 +68,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "(finish_reason episode_timeout) (default: 600)")
     add_flag(parser, "--tool-timeout", type=float, default=60.0, metavar="SECONDS", field="tool_timeout_s",
              help="limit of one tool call; past it the call is a model error the model sees (default: 60)")
+    add_flag(parser, "--reward-timeout", type=float, default=60.0, metavar="SECONDS", field="reward_timeout_s",
+             help="limit of one call of a reward's or interaction's own work (scoring, judging an answer); past it "
+             "the call is abandoned and the episode ends with score 0, error_kind reward_timeout, never re-run "
+             "(default: 60)")
     add_flag(parser, "--request-timeout", type=float, default=600.0, metavar="SECONDS", field="request_timeout_s",
              help="limit of one HTTP request to --api-url; a timed-out request is retried (default: 600)")
     add_flag(parser, "--retry-budget", type=float, default=600.0, metavar="SECONDS", field="retry_budget_s",
@@ -130,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     if args.verbose:
         logging.getLogger("bootcamp_core").setLevel(logging.INFO)
     for flag, value in (("--episode-timeout", args.episode_timeout), ("--tool-timeout", args.tool_timeout),
-                        ("--request-timeout", args.request_timeout),
+                        ("--reward-timeout", args.reward_timeout), ("--request-timeout", args.request_timeout),
                         ("--max-assistant-turns", args.max_assistant_turns),
                         ("--max-user-turns", args.max_user_turns)):
         if value is None:  # a turn limit not given: the generator's, else RolloutLimits' default
@@ -139,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"{flag} must be positive, got {value:g}")
     turns = {name: value for name, value in (("max_assistant_turns", args.max_assistant_turns),
                                              ("max_user_turns", args.max_user_turns)) if value is not None}
-    limits = RolloutLimits(**turns, tool_timeout_s=args.tool_timeout, episode_timeout_s=args.episode_timeout)
+    limits = RolloutLimits(**turns, tool_timeout_s=args.tool_timeout, episode_timeout_s=args.episode_timeout,
+                           reward_timeout_s=args.reward_timeout)
     config = EvalConfig(
         dataset_path=Path(args.dataset_path),
         output_dir=Path(args.output_dir),
