@@ -13,7 +13,8 @@ the agent loop's ``extra_fields``. For a bootcamp row (``data_source`` ``bootcam
   loop, or a reward manager that does not merge the agent loop's ``extra_fields`` into ``extra_info``: in verl 0.9
   only ``naive``, ``rate_limited`` and ``remote`` do, ``dapo`` and ``gdpo`` do not) the output is ``solution_str``,
   with ``tool_rewards`` and ``turn_scores`` as verl gives them, the metric ``bootcamp_fallback`` is 1 and a warning is
-  logged once per process;
+  logged once per process. Only what the model wrote after its last tool call or tool response is judged
+  (:func:`final_text`), so nothing written in a tool call's arguments, and nothing a tool answered, scores;
 - keyword arguments other than verl's own (``reward.custom_reward_function.reward_kwargs``) are verify kwargs;
 - it never raises: a missing reward, a bad ground truth or an infrastructure failure in the episode score 0 with
   ``bootcamp_error`` 1 (and a warning in the log). The agent loop masks a trajectory with an infrastructure
@@ -32,7 +33,7 @@ from typing import Any
 
 from bootcamp_core import normalize_record, score_trajectory
 
-__all__ = ["RESULT_KEYS", "compute_score"]
+__all__ = ["RESULT_KEYS", "TOOL_SPANS", "compute_score", "final_text"]
 
 logger = logging.getLogger("bootcamp_verl")
 
@@ -45,6 +46,77 @@ _VERL_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer", "sa
 _DATA_SOURCE_PREFIX = "bootcamp/"
 #: Fallback kinds already warned about in this process.
 _warned: set[str] = set()
+
+#: The tool-call and tool-response spans of the formats verl 0.9's tool parsers read (``multi_turn.format``) and of
+#: the chat templates that wrap tool output, as ``(opener, closer, closer_alone_ends_a_span)``. verl decodes
+#: ``solution_str`` with ``skip_special_tokens=True``: role markers are gone, and so are the markers a tokenizer
+#: declares special (gpt-oss's harmony tokens, for one); those that are added but not special (Qwen's
+#: ``<tool_call>``, ``<tool_response>``) survive. A closer alone (its opener dropped, or echoed by a tool inside its
+#: answer) still ends a span, except ``<|end|>``, which ends every harmony message, answers included.
+TOOL_SPANS: tuple[tuple[str, str, bool], ...] = (
+    ("<tool_call>", "</tool_call>", True),  # hermes, qwen3_coder (<function=...> inside), glm
+    ("<tool_response>", "</tool_response>", True),  # Qwen, GLM: tool output
+    ("<seed:tool_call>", "</seed:tool_call>", True),  # seed
+    ("<minimax:tool_call>", "</minimax:tool_call>", True),  # minimax
+    ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", True),  # kimi: a turn's calls
+    ("<|tool_call_begin|>", "<|tool_call_end|>", True),  # kimi: one call (a section's end may be cut off)
+    ("<\uff5cDSML\uff5ctool_calls>", "</\uff5cDSML\uff5ctool_calls>", True),  # deepseek_v4
+    ("<|tool_call>", "<tool_call|>", True),  # gemma4: a call
+    ("<|tool_response>", "<tool_response|>", True),  # gemma4: tool output
+    (" to=functions.", "<|call|>", True),  # gpt-oss: a call, its recipient up to <|call|>
+    ("<|start|>functions.", "<|end|>", False),  # gpt-oss: tool output, a message from the function
+)
+
+
+class _Markers:
+    """The next occurrence of each marker in a text at or after a position that only moves forward: each marker's
+    ``str.find`` scans any stretch of the text once, so a whole scan is linear in the text's length."""
+
+    def __init__(self, text: str, markers: Iterable[str]) -> None:
+        self.text = text
+        self.next = {marker: at for marker in markers if (at := text.find(marker)) >= 0}  # only those in the text
+
+    def first(self, position: int) -> tuple[int, str]:
+        """The earliest marker at or after ``position`` (the longest on a tie), or ``(-1, "")``."""
+        found, chosen, gone = -1, "", []
+        for marker, at in self.next.items():
+            if at < position:
+                at = self.next[marker] = self.text.find(marker, position)
+                if at < 0:
+                    gone.append(marker)
+                    continue
+            if found < 0 or at < found or (at == found and len(marker) > len(chosen)):
+                found, chosen = at, marker
+        for marker in gone:
+            del self.next[marker]
+        return found, chosen
+
+
+def final_text(solution_str: str) -> str:
+    """What the model wrote after the last tool-call or tool-response span of ``solution_str`` (all of it if there
+    is none): the answer verl's whole decoded response ends with.
+
+    Spans are read front to back (:data:`TOOL_SPANS`): an opener runs to its own closer, so markers inside a span
+    (a tool call's arguments quoting ``</tool_response>``) are part of it; a closer alone ends a span too. A span
+    left open (a call cut off by the response length) runs to the end: nothing after its opener scores. Linear in
+    the text's length (``str.find``, no patterns).
+    """
+    text = solution_str if isinstance(solution_str, str) else ""
+    pairs = {opener: closer for opener, closer, _ in TOOL_SPANS}
+    stray = [closer for _, closer, alone in TOOL_SPANS if alone]
+    markers = _Markers(text, [*pairs, *stray])
+    position = end = 0
+    while True:
+        at, marker = markers.first(position)
+        if at < 0:
+            return text[end:]
+        if marker in pairs:
+            close = text.find(pairs[marker], at + len(marker))
+            if close < 0:
+                return ""
+            position = end = close + len(pairs[marker])
+        else:  # a closer without its opener
+            position = end = at + len(marker)
 
 
 def _result(score: float, *, answered: bool = False, tool_rewards: Iterable[float] = (), error: bool = False,
@@ -115,7 +187,7 @@ def _score(data_source: str, solution_str: str, ground_truth: Any, extra_info: d
     messages = extra_info.get("messages")
     messages = list(messages) if messages is not None and len(messages) else []
     if not messages:
-        messages = [{"role": "assistant", "content": solution_str or ""}]
+        messages = [{"role": "assistant", "content": final_text(solution_str)}]
     tool_rewards = _floats(extra_info.get("tool_rewards"))
     tool_scores = extra_info.get("tool_scores")
     tool_scores = {str(name): float(value) for name, value in tool_scores.items()} if isinstance(tool_scores, dict) else {}
@@ -140,6 +212,7 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
     verify_kwargs = {key: value for key, value in kwargs.items() if key not in _VERL_KWARGS}
     try:
         return _score(source, solution_str, ground_truth, extra_info, verify_kwargs)
-    except Exception as error:  # a bad record or a broken plugin costs this rollout its reward, never the run
+    # a bad record or a broken plugin costs this rollout its reward, never the run
+    except Exception as error:  # noqa: BLE001
         logger.warning("compute_score for %s scored 0: %s: %s", source, type(error).__name__, error)
         return _result(0.0, error=True)
