@@ -116,3 +116,18 @@ def test_evaluation_of_the_default_config_end_to_end(registry: Registry, tmp_pat
         "full_guidance": 75, "standard": 150, "sparse_guidance": 75
     }
     assert all(statistics.mean(scores) >= 0.7 for scores in by_level.values())
+
+
+def test_the_analyst_never_uses_the_simulator() -> None:
+    # it forecasts from what the prompt shows: no import of the simulator or the generator's internals
+    import ast
+    import inspect
+
+    from bootcamp_financial_prediction import agent, forecast
+
+    for module in (agent, forecast):
+        tree = ast.parse(inspect.getsource(module))
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert "bootcamp_financial_prediction.simulator" not in imported, module.__name__
+        names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+        assert not names & {"next_year", "draw_company", "predictability", "scenario_drivers"}, module.__name__

@@ -57,9 +57,9 @@ def test_prompt_states_policies_and_outlook(make_identity: Callable[..., dict]) 
     prompt = ForecastGenerator().prompt_func(identity, random.Random(0))
     outlook = identity["outlook"]
     low, high = outlook["revenue_growth"]
-    assert f"Revenue growth 营业收入增长率: {low * 100:.1f}% to {high * 100:.1f}%" in prompt
+    assert f"Revenue growth 营业收入增长率: {low * 100:.3f}% to {high * 100:.3f}%" in prompt
     low, high = outlook["receivable_days"]
-    assert f"{low} to {high} days" in prompt
+    assert f"{low:.2f} to {high:.2f} days" in prompt
     assert f"(announced): {outlook['capital_expenditure'][0]:,}" in prompt
     assert f"raises {outlook['share_issue']:,}" in prompt
     assert f"{identity['policies']['interest_rate'] * 100:.1f}% of the previous year-end borrowings" in prompt
@@ -70,7 +70,8 @@ def test_prompt_data_block_is_exactly_the_public_information(identity: dict) -> 
     prompt = ForecastGenerator().prompt_func(identity, random.Random(0))
     data = read_prompt_data(prompt)
     public = public_view(identity)
-    assert data == {key: public[key] for key in ("years", "forecast_year", "statements", "policies", "outlook")}
+    assert data == {key: public[key] for key in ("years", "forecast_year", "statements", "policies", "outlook",
+                                                 "guidance_history", "one_off_items")}
     assert prompt.count(DATA_MARKER) == 1
     assert read_prompt_data("no data here") is None
 
@@ -189,3 +190,67 @@ def test_scoring_and_tool_budget_settings_reach_the_identity(make_identity: Call
     assert identity["scoring"] == {"sigmas": 2.0, "consistency_tolerance": 1e-4, "guidance_penalty": 0.1}
     assert identity["tool_budget"] == 7
     assert "7 calls" in ForecastGenerator().prompt_func(identity, random.Random(0))
+
+
+def _position(value: float, bounds: list[float]) -> float:
+    low, high = bounds
+    return (value - low) / (high - low)
+
+
+def test_guidance_brackets_the_outcome_off_centre_where_the_track_record_says(
+    make_identity: Callable[..., dict],
+) -> None:
+    off_centre, follows_habit = [], []
+    for seed in range(60):
+        identity = make_identity(seed)
+        drivers = identity["hidden"]["drivers"]
+        history = identity["guidance_history"]
+        assert [entry["year"] for entry in history] == identity["years"][1:]
+        past = [_position(drivers[identity["years"].index(entry["year"])][driver], bounds)
+                for entry in history for driver, bounds in entry.items() if driver != "year"]
+        assert all(0.0 <= position <= 1.0 for position in past)
+        for driver in ("revenue_growth", "gross_margin", "operating_expense_growth", "receivable_days"):
+            position = _position(drivers[-1][driver], identity["outlook"][driver])
+            assert 0.0 <= position <= 1.0, (seed, driver)
+            off_centre.append(abs(position - 0.5) >= 0.1)
+            follows_habit.append(abs(position - sum(past) / len(past)) <= 0.1)
+    # never centred on the outcome, and the past ranges tell where in the range it lands
+    assert all(off_centre) and all(follows_habit)
+
+
+def test_prompt_shows_the_track_record_and_the_one_off_items(make_identity: Callable[..., dict]) -> None:
+    generator = ForecastGenerator()
+    with_one_off = 0
+    for seed in range(30):
+        identity = make_identity(seed)
+        prompt = generator.prompt_func(identity, random.Random(0))
+        for entry in identity["guidance_history"]:
+            low, high = entry["revenue_growth"]
+            assert f"- FY{entry['year']}: revenue growth {low * 100:.3f}% to {high * 100:.3f}%" in prompt
+        drivers = identity["hidden"]["drivers"]
+        for entry in identity["one_off_items"]:
+            index = identity["years"].index(entry["year"])
+            assert index >= 1 and drivers[index]["one_off"] == entry["amount"] > 0
+            assert drivers[index + 1]["previous_one_off"] == entry["amount"]
+            assert f"FY{entry['year']}: selling, general & administrative expenses include a one-off" in prompt
+            with_one_off += 1
+        if not identity["one_off_items"]:
+            assert "No one-off items" in prompt
+        # the hidden year has none
+        assert drivers[-1]["one_off"] == 0
+    assert 10 <= with_one_off <= 28
+
+
+def test_unguided_margins_and_days_trend(make_identity: Callable[..., dict]) -> None:
+    # margins and working-capital days drift year on year, more than their noise: history must be read, not copied
+    steps = []
+    for seed in range(40):
+        identity = make_identity(seed, guidance=["revenue_growth"])
+        days = [drivers["receivable_days"] for drivers in identity["hidden"]["drivers"]]
+        total = days[-1] - days[0]
+        steps.append(abs(total) / (len(days) - 1) > 0.5)
+    assert sum(steps) >= 30
+
+
+def test_the_identity_names_its_hidden_fields() -> None:
+    assert ForecastGenerator.hidden_fields == ("hidden",)

@@ -43,7 +43,7 @@ def test_every_simulated_year_satisfies_every_identity_exactly(config: dict, mak
 
 
 def identity_visible(config: dict) -> int:
-    return int(config.get("visible_years", 3))
+    return int(config.get("visible_years", 5))
 
 
 def test_years_follow_the_documented_formulas_from_the_stored_drivers(make_identity: Callable[..., dict]) -> None:

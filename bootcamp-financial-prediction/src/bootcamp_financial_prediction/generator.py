@@ -26,6 +26,9 @@ DATA_MARKER = "The same information as JSON (amounts in thousands):"
 #: Calls of each tool per episode, unless the config says otherwise.
 DEFAULT_TOOL_BUDGET = 4
 GUIDANCE_NAMES = tuple(sorted(set(GUIDABLE.values())))
+#: The public keys of an identity that the prompt's JSON block holds.
+PROMPT_DATA_KEYS = ("years", "forecast_year", "statements", "policies", "outlook", "guidance_history",
+                    "one_off_items")
 
 _INDUSTRIES = (
     ("industrial components", "工业零部件"), ("consumer electronics", "消费电子"), ("packaged foods", "食品饮料"),
@@ -125,6 +128,29 @@ def _percent(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
+def _range_text(low: float, high: float, unit: str) -> str:
+    return f"{low * 100:.3f}% to {high * 100:.3f}%" if unit == "percent" else f"{low:.2f} to {high:.2f} days"
+
+
+def _history_lines(public: Mapping) -> list[str]:
+    """Management's past ranges, year by year: the outcomes are in the table, so its habits can be read."""
+    lines = []
+    for entry in public.get("guidance_history") or []:
+        shown = [f"{_OUTLOOK_LABELS[driver][3]} {_range_text(*entry[driver], _OUTLOOK_LABELS[driver][2])}"
+                 for driver in _OUTLOOK_LABELS if driver in entry]
+        lines.append(f"- FY{entry['year']}: " + "; ".join(shown))
+    return lines
+
+
+def _one_off_lines(public: Mapping) -> list[str]:
+    return [
+        f"- FY{entry['year']}: selling, general & administrative expenses include a one-off restructuring charge of "
+        f"{_amount(entry['amount'])} (一次性重组费用), which does not recur; SG&A growth (guided or not) is the growth "
+        "of the recurring expenses, without it."
+        for entry in public.get("one_off_items") or []
+    ]
+
+
 class ForecastGenerator(TaskGenerator):
     """A company simulated for ``visible_years`` + 1 years; the prompt shows all but the last and asks for it."""
 
@@ -132,6 +158,8 @@ class ForecastGenerator(TaskGenerator):
     tools: ClassVar[tuple[str, ...]] = ("calculate_metrics", "check_consistency")
     interaction: ClassVar[str | None] = "answer_feedback"
     reward: ClassVar[str] = "forecast"
+    #: The hidden year, the drivers and the company's parameters: the answer and how it was made.
+    hidden_fields: ClassVar[tuple[str, ...]] = (HIDDEN_KEY,)
 
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
@@ -160,6 +188,14 @@ class ForecastGenerator(TaskGenerator):
             "statements": company.years[:visible],
             "policies": company.policies,
             "outlook": company.outlook,
+            "guidance_history": [
+                {"year": first_year + entry["index"], **{key: value for key, value in entry.items() if key != "index"}}
+                for entry in company.guidance_history
+            ],
+            "one_off_items": [
+                {"year": first_year + index, "item": "operating_expenses", "amount": amount}
+                for index, amount in sorted(company.one_offs.items())
+            ],
             "scoring": dict(self.scoring),
             "tool_budget": self.tool_budget,
             HIDDEN_KEY: {
@@ -216,7 +252,7 @@ def _outlook_lines(outlook: Mapping[str, Any]) -> list[str]:
             unguided.append(short)
             continue
         low, high = guided
-        shown = (f"{_percent(low)} to {_percent(high)}" if unit == "percent" else f"{low} to {high} days")
+        shown = _range_text(low, high, unit)
         lines.append(f"- {english} {chinese}: {shown}")
     low, high = outlook["capital_expenditure"]
     spend = _amount(low) if low == high else f"between {_amount(low)} and {_amount(high)}"
@@ -231,13 +267,26 @@ def _outlook_lines(outlook: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _track_record(public: Mapping) -> list[str]:
+    sections = []
+    history = _history_lines(public)
+    if history:
+        sections.append(
+            "Management's guidance in past years 历史指引 (the ranges announced before each year; the outcomes are in "
+            "the table above):\n" + "\n".join(history)
+        )
+    one_offs = _one_off_lines(public)
+    sections.append("Notes 附注:\n" + ("\n".join(one_offs) if one_offs else "- No one-off items in these years."))
+    return sections
+
+
 def render_prompt(public: Mapping) -> str:
     """The prompt for the public part of an identity (never the hidden part)."""
     years, target = public["years"], public["forecast_year"]
     company = public["company"]
     budget = public["tool_budget"]
     tolerance = public["scoring"]["consistency_tolerance"]
-    data = {key: public[key] for key in ("years", "forecast_year", "statements", "policies", "outlook")}
+    data = {key: public[key] for key in PROMPT_DATA_KEYS}
     sections = [
         (
             f"You are an equity analyst covering {company['name']} ({company['chinese_name']}), a simulated "
@@ -257,6 +306,7 @@ def render_prompt(public: Mapping) -> str:
         "\n".join(_policy_lines(public["policies"])),
         f"Management outlook for FY{target} 管理层指引:",
         "\n".join(_outlook_lines(public["outlook"])),
+        *_track_record(public),
         DATA_MARKER + "\n\n```json\n" + json.dumps(data, separators=(",", ":")) + "\n```",
         (
             "Tools: `calculate_metrics` gives 15 ratios of a set of statements next to those of "

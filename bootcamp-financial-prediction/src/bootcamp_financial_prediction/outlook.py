@@ -18,6 +18,7 @@ __all__ = [
     "check_outlook",
     "last_visible",
     "public_view",
+    "recurring_previous",
 ]
 
 #: The key of the identity's hidden part.
@@ -58,6 +59,16 @@ def last_visible(identity: Mapping) -> dict:
     return identity["statements"][-1]
 
 
+def recurring_previous(public: Mapping) -> dict:
+    """The last visible year with its one-off SG&A charge (if any) taken out: what guided SG&A growth grows from."""
+    previous = dict(public["statements"][-1])
+    year = public["years"][-1] if public.get("years") else None
+    for entry in public.get("one_off_items") or []:
+        if entry.get("year") == year and entry.get("item") == "operating_expenses":
+            previous["operating_expenses"] = previous["operating_expenses"] - entry["amount"]
+    return previous
+
+
 def _guided_value(forecast: Mapping[str, float], previous: Mapping[str, float], driver: str) -> float | None:
     _, numerator, denominator, factor = GUIDED_RATIOS[driver]
     if denominator is None:
@@ -73,6 +84,7 @@ def check_outlook(forecast: Mapping[str, float], public: Mapping, tolerance: flo
     """Every announced range, announcement or policy the forecast breaks, with how far off it is."""
     # slack for the rounding to whole units: 0.05 percentage point on a ratio, half a day, ``tolerance`` on money
     previous = public["statements"][-1]
+    recurring = recurring_previous(public)
     outlook = public["outlook"]
     policies = public["policies"]
     money = max(1.0, 0.01 * abs(float(previous["revenue"])))  # 1% of revenue costs a whole breach
@@ -84,7 +96,7 @@ def check_outlook(forecast: Mapping[str, float], public: Mapping, tolerance: flo
         low, high = guided
         slack = DAYS_TOLERANCE if driver.endswith("_days") else FRACTION_TOLERANCE
         rule = f"{label} within the guided range {low} to {high}"
-        value = _guided_value(forecast, previous, driver)
+        value = _guided_value(forecast, recurring, driver)
         if value is None:
             breaches.append(Breach(driver, rule + " (undefined: its denominator is 0)", 1.0, 1.0))
             continue

@@ -2,7 +2,9 @@
 
 ``score = gate × max(0, accuracy − penalty)``, in [0, 1]:
 
-- **accuracy** — the mean over the 21 items of ``exp(-z² / 2)`` with ``z = |forecast − actual| / (sigmas × scale)``.
+- **accuracy** — the geometric mean over the 21 items of ``exp(-z² / 2)``, that is ``exp(-mean(z²) / 2)``, with
+  ``z = |forecast − actual| / (sigmas × scale)``: an item far off costs the whole forecast, so getting the items
+  that policies fix right cannot make up for a driver read wrongly.
   An item's ``scale`` is how much it can still vary given the prompt's information (its standard deviation over
   scenarios of the hidden year's drivers drawn as the hidden year was, given the guidance; see
   :func:`bootcamp_financial_prediction.simulator.predictability`), never below 0.1% of the company's size. So an
@@ -47,10 +49,18 @@ class Score:
     breaches: list[Breach]
 
 
+#: Largest z an item counts with: beyond it the item scores 0 either way, and squares stay finite.
+MAX_Z = 40.0
+
+
+def _z(forecast: float, actual: float, scale: float, sigmas: float) -> float:
+    return min(MAX_Z, abs(float(forecast) - float(actual)) / (sigmas * scale))
+
+
 def item_score(forecast: float, actual: float, scale: float, sigmas: float) -> float:
     """``exp(-z² / 2)`` with ``z = |forecast − actual| / (sigmas × scale)``."""
-    z = abs(float(forecast) - float(actual)) / (sigmas * scale)
-    return math.exp(-0.5 * z * z) if z < 40 else 0.0
+    z = _z(forecast, actual, scale, sigmas)
+    return math.exp(-0.5 * z * z) if z < MAX_Z else 0.0
 
 
 def score_forecast(forecast: Mapping[str, float], identity: Mapping) -> Score:
@@ -63,8 +73,9 @@ def score_forecast(forecast: Mapping[str, float], identity: Mapping) -> Score:
     hidden = identity[HIDDEN_KEY]
     actual, scales = hidden["statements"], hidden["scales"]
     sigmas = float(settings["sigmas"])
-    items = {key: item_score(forecast[key], actual[key], float(scales[key]), sigmas) for key in ITEM_KEYS}
-    accuracy = math.fsum(items.values()) / len(items)
+    z = {key: _z(forecast[key], actual[key], float(scales[key]), sigmas) for key in ITEM_KEYS}
+    items = {key: math.exp(-0.5 * value * value) if value < MAX_Z else 0.0 for key, value in z.items()}
+    accuracy = math.exp(-0.5 * math.fsum(value * value for value in z.values()) / len(z))
     penalty = float(settings["guidance_penalty"]) * math.fsum(
         min(1.0, breach.excess / breach.allowance) for breach in breaches
     )

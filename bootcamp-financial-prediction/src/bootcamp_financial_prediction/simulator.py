@@ -10,7 +10,8 @@ One year from the year before (``prev``), the year's drivers and the company's p
     revenue             = round(prev.revenue * (1 + revenue_growth))
     cost_of_sales       = round(revenue * (1 - gross_margin))                   # margin carries the cost shocks
     gross_profit        = revenue - cost_of_sales
-    operating_expenses  = round(prev.operating_expenses * (1 + operating_expense_growth))
+    operating_expenses  = round((prev.operating_expenses - previous_one_off) * (1 + operating_expense_growth))
+                          + one_off                                               # a disclosed one-off charge
     depreciation        = round(prev.fixed_assets * depreciation_rate)
     interest_expense    = round(prev.debt * interest_rate)                      # on last year's borrowings
     income_tax          = round(max(0, pre-tax income) * tax_rate)              # no tax on a loss
@@ -32,13 +33,16 @@ One year from the year before (``prev``), the year's drivers and the company's p
     financing_cash_flow = (debt - prev.debt) + share_issue - dividends_paid
     total_assets        = cash + accounts_receivable + inventory + fixed_assets
 
-Drivers of the visible years are each company's base values plus noise: revenue growth, gross margin (cost
-shocks), working-capital days and capital spending scatter around their bases; operating expenses are sticky — they
-follow revenue growth with an elasticity that is lower when revenue falls than when it rises, plus noise. The
-hidden year's drivers come from the same process, except that a guided driver lies inside the range management
-announced (a normal around the range's midpoint with a quarter of the range as its standard deviation, truncated to
-the range), capital spending is the announced amount (or inside the announced range), and a share issue happens
-exactly when one is announced.
+Every year's drivers (visible and hidden alike) come from one process: revenue growth moves with a business cycle
+(a sine of 4–7 years) around the company's base, plus noise; gross margin and the working-capital days drift by a
+fixed step a year, plus noise; operating expenses are sticky — recurring SG&A follows revenue growth with an
+elasticity that is lower when revenue falls than when it rises, plus noise; capital spending scatters around a
+share of revenue. One visible year (never the first) may carry a disclosed one-off SG&A charge that does not recur.
+For each guided driver management announces a range before the year, knowing the outcome: the outcome sits at the
+company's habitual position in the range (near the top for conservative management, near the bottom for
+promotional management; never the midpoint) plus a little jitter. The ranges of the visible years are shown as a
+track record, so the habit can be read. In the hidden year capital spending is the announced amount (or inside the
+announced range) and a share issue happens exactly when one is announced.
 
 :func:`next_year` is vectorised: the drivers may be arrays (one value per scenario), which is how
 :func:`predictability` measures how much each hidden item can still vary given what the prompt tells.
@@ -89,6 +93,8 @@ GUIDABLE = {
 _GROWTH_DRIVERS = ("revenue_growth", "operating_expense_growth")
 _DAYS = ("receivable_days", "inventory_days", "payable_days")
 _DRIVER_BOUNDS = {"revenue_growth": (-0.6, 1.0), "gross_margin": (0.02, 0.95), "operating_expense_growth": (-0.6, 1.0)}
+#: Chance that one visible year carries a disclosed one-off SG&A charge.
+ONE_OFF_PROBABILITY = 0.7
 
 
 def _whole(value: Any) -> Any:
@@ -120,7 +126,10 @@ def next_year(previous: Mapping[str, Any], drivers: Mapping[str, Any], policies:
     revenue = _whole(prev["revenue"] * (1.0 + drivers["revenue_growth"]))
     cost_of_sales = _whole(revenue * (1.0 - drivers["gross_margin"]))
     gross_profit = revenue - cost_of_sales
-    operating_expenses = _whole(prev["operating_expenses"] * (1.0 + drivers["operating_expense_growth"]))
+    # growth applies to the recurring expenses: last year's one-off charge drops out, this year's is added
+    recurring = prev["operating_expenses"] - drivers.get("previous_one_off", 0)
+    one_off = drivers.get("one_off", 0)
+    operating_expenses = _whole(recurring * (1.0 + drivers["operating_expense_growth"])) + one_off
     depreciation = _whole(prev["fixed_assets"] * policies["depreciation_rate"])
     interest_expense = _whole(prev["debt"] * policies["interest_rate"])
     pre_tax = gross_profit - operating_expenses - depreciation - interest_expense
@@ -154,7 +163,7 @@ def next_year(previous: Mapping[str, Any], drivers: Mapping[str, Any], policies:
 class Settings:
     """The difficulty knobs of a generated company (the generator validates them)."""
 
-    visible_years: int = 3
+    visible_years: int = 5
     noise: float = 1.0
     guidance: frozenset[str] = frozenset({"revenue_growth", "gross_margin", "operating_expense_growth",
                                           "working_capital"})
@@ -177,6 +186,8 @@ class Company:
     years: list[dict[str, int]]            # visible years, then the hidden one
     drivers: list[dict[str, float]]        # the drivers of each of those years
     outlook: dict[str, Any]                # guidance ranges, announced capital expenditure and share issue
+    guidance_history: list[dict[str, Any]]  # per visible year from the second: {"index": i, driver: [low, high]}
+    one_offs: dict[int, int]               # visible year index -> the one-off SG&A charge disclosed for it
 
 
 def _truncated(rng: random.Random, limit: float) -> float:
@@ -207,26 +218,51 @@ def _clip_driver(driver: str, value: Any) -> Any:
     return min(high, max(low, float(value)))
 
 
+def _typical(base: Mapping[str, float], driver: str, index: int) -> float:
+    """A driver's value in year ``index`` (0 = the first visible year) before the year's own shock: revenue growth
+    moves with the business cycle, margins and working-capital days drift by a fixed step a year."""
+    if driver == "revenue_growth":
+        cycle = math.sin(2.0 * math.pi * index / base["revenue_cycle_period"] + base["revenue_cycle_phase"])
+        return base["revenue_growth"] + base["revenue_cycle_amplitude"] * cycle
+    return base[driver] + base[f"{driver}_drift"] * index
+
+
 def _draw_base(rng: random.Random, settings: Settings) -> tuple[dict[str, float], dict[str, float]]:
     noise = settings.noise
     elasticity_up = rng.uniform(0.3, 0.8)
+    margin_unit = rng.uniform(0.002, 0.005)
+    days_unit = rng.uniform(0.3, 1.0)
     base = {
         "revenue_growth": rng.uniform(-0.03, 0.15),
         "revenue_growth_noise": noise * rng.uniform(0.01, 0.03),
+        "revenue_cycle_amplitude": rng.uniform(0.01, 0.05),
+        "revenue_cycle_period": float(rng.randint(4, 7)),
+        "revenue_cycle_phase": rng.uniform(0.0, 2.0 * math.pi),
         "gross_margin": rng.uniform(0.2, 0.55),
-        "gross_margin_noise": noise * rng.uniform(0.004, 0.012),
+        "gross_margin_noise": noise * margin_unit,
+        "gross_margin_drift": rng.choice((-1.0, 1.0)) * rng.uniform(0.005, 0.012),
         "elasticity_up": elasticity_up,
         "elasticity_down": elasticity_up * rng.uniform(0.2, 0.5),
-        "operating_expense_growth_noise": noise * rng.uniform(0.005, 0.02),
-        "receivable_days": rng.uniform(30.0, 90.0),
-        "inventory_days": rng.uniform(20.0, 100.0),
-        "payable_days": rng.uniform(25.0, 80.0),
+        "operating_expense_growth_noise": noise * rng.uniform(0.003, 0.008),
+        "receivable_days": rng.uniform(35.0, 85.0),
+        "inventory_days": rng.uniform(30.0, 90.0),
+        "payable_days": rng.uniform(30.0, 75.0),
         "capex_ratio": rng.uniform(0.03, 0.10),
         "capex_noise": noise * rng.uniform(0.02, 0.08),
+        # where management's ranges put the outcome: conservative guidance lands near the top, promotional near
+        # the bottom; a habit the track record shows
+        "guidance_position": rng.uniform(0.72, 0.88) if rng.random() < 0.5 else rng.uniform(0.12, 0.28),
+        "guidance_jitter": 0.03,
+        "one_off_share": rng.uniform(0.05, 0.15) if rng.random() < ONE_OFF_PROBABILITY else 0.0,
+        # how wide management's ranges are, before the generator's guidance_width
+        "revenue_growth_range": rng.uniform(0.06, 0.12),
+        "gross_margin_range": rng.uniform(0.03, 0.06),
+        "operating_expense_growth_range": rng.uniform(0.06, 0.12),
     }
-    days_noise = noise * rng.uniform(1.0, 4.0)
     for driver in _DAYS:
-        base[f"{driver}_noise"] = days_noise
+        base[f"{driver}_noise"] = noise * days_unit
+        base[f"{driver}_drift"] = rng.choice((-1.0, 1.0)) * rng.uniform(1.0, 3.0)
+        base[f"{driver}_range"] = rng.uniform(8.0, 16.0)
     policies = {
         "depreciation_rate": rng.randint(8, 20) / 100,
         "interest_rate": rng.randint(30, 80) / 1000,
@@ -273,93 +309,87 @@ def _share_issue(rng: random.Random, settings: Settings, previous: Mapping[str, 
     return max(1, round(max(_equity(previous), 0) * rng.uniform(0.05, 0.2)))
 
 
-def _visible_drivers(rng: random.Random, settings: Settings, base: dict, previous: Mapping[str, int]) -> dict:
-    drivers = {}
-    for driver in ("revenue_growth", "gross_margin", *_DAYS):
-        drivers[driver] = float(_clip_driver(driver, base[driver] + _noise(base, driver) * rng.gauss(0.0, 1.0)))
-    drivers["operating_expense_growth"] = float(_clip_driver(
-        "operating_expense_growth",
-        _opex_growth(base, drivers["revenue_growth"]) + _noise(base, "operating_expense_growth") * rng.gauss(0.0, 1.0),
-    ))
+def _guidance_range(rng: random.Random, settings: Settings, base: Mapping[str, float], driver: str,
+                    actual: float) -> list[float]:
+    """The range management announces for a driver whose outcome it knows: ``actual`` sits at the company's habitual
+    position inside it (plus a little jitter), never at a fixed point such as the midpoint."""
+    days = driver in _DAYS
+    width = settings.guidance_width * base[f"{driver}_range"]
+    position = min(0.97, max(0.03, base["guidance_position"] + _truncated(rng, 2.0 * base["guidance_jitter"])))
+    digits = 2 if days else 5
+    low_bound, high_bound = _DRIVER_BOUNDS.get(driver, (1.0, 365.0))
+    low = max(low_bound, round(actual - position * width, digits))
+    return [low, min(high_bound, round(low + width, digits))]
+
+
+def _year_drivers(rng: random.Random, settings: Settings, base: dict, previous: Mapping[str, int], index: int,
+                  previous_one_off: int) -> tuple[dict, dict]:
+    """The drivers of year ``index`` and the ranges management announced for it (guided drivers only)."""
+    drivers: dict[str, Any] = {}
+    ranges: dict[str, list[float]] = {}
+    for driver in ("revenue_growth", "gross_margin", *_DAYS, "operating_expense_growth"):
+        typical = (_opex_growth(base, drivers["revenue_growth"]) if driver == "operating_expense_growth"
+                   else _typical(base, driver, index))
+        drivers[driver] = float(_clip_driver(driver, typical + _noise(base, driver) * rng.gauss(0.0, 1.0)))
+        if GUIDABLE[driver] in settings.guidance:
+            low, high = ranges[driver] = _guidance_range(rng, settings, base, driver, drivers[driver])
+            drivers[driver] = min(high, max(low, drivers[driver]))
     revenue = previous["revenue"] * (1 + drivers["revenue_growth"])
     spend = base["capex_ratio"] * revenue * (1 + base["capex_noise"] * rng.gauss(0.0, 1.0))
-    drivers["capital_expenditure"] = max(0, round(spend))
+    drivers["capital_expenditure"] = max(1, round(spend))
     drivers["share_issue"] = _share_issue(rng, settings, previous)
-    return drivers
-
-
-def _guidance_range(driver: str, center: float, half_width: float) -> list:
-    """The range as announced, inside the driver's bounds: fractions to 0.1 percentage point, days to whole days."""
-    low_bound, high_bound = _DRIVER_BOUNDS.get(driver, (1.0, 365.0))
-    if driver in _DAYS:
-        half = max(1, round(half_width))
-        low, high = round(center) - half, round(center) + half
-        return [max(low, round(low_bound)), min(high, round(high_bound))]
-    half = max(0.002, round(half_width, 3))
-    return [max(round(center - half, 3), low_bound), min(round(center + half, 3), high_bound)]
-
-
-def _hidden_drivers(
-    rng: random.Random, settings: Settings, base: dict, previous: Mapping[str, int]
-) -> tuple[dict, dict]:
-    """The hidden year's drivers and the outlook announced for it."""
-    drivers: dict[str, Any] = {}
-    outlook: dict[str, Any] = {}
-    centers: dict[str, float] = {}
-    for driver in ("revenue_growth", "gross_margin", "operating_expense_growth", *_DAYS):
-        guided = GUIDABLE[driver] in settings.guidance
-        if driver == "operating_expense_growth":  # what management plans for the revenue it expects
-            typical = float(_opex_growth(base, centers["revenue_growth"]))
-        else:
-            typical = base[driver]
-        shock = _noise(base, driver) * rng.gauss(0.0, 1.0)
-        if guided:
-            # management knows this year's shock; what is left is inside the announced range
-            low, high = _guidance_range(
-                driver, float(_clip_driver(driver, typical + shock)), settings.guidance_width * _noise(base, driver)
-            )
-            outlook[driver] = [low, high]
-            centers[driver] = (low + high) / 2
-            drivers[driver] = centers[driver] + _truncated(rng, (high - low) / 2)
-        else:
-            outlook[driver] = None
-            centers[driver] = typical
-            if driver == "operating_expense_growth":  # unguided costs follow the revenue actually realised
-                typical = float(_opex_growth(base, drivers["revenue_growth"]))
-            drivers[driver] = float(_clip_driver(driver, typical + shock))
-    planned = base["capex_ratio"] * previous["revenue"] * (1 + centers["revenue_growth"])
-    planned = max(1, round(planned * (1 + base["capex_noise"] * rng.gauss(0.0, 1.0))))
-    if settings.capex_announcement == "range":
-        half = max(1, round(planned * 0.1 * settings.guidance_width))
-        outlook["capital_expenditure"] = [planned - half, planned + half]
-        drivers["capital_expenditure"] = min(planned + half, max(planned - half, round(planned + _truncated(rng, half))))
-    else:
-        outlook["capital_expenditure"] = [planned, planned]
-        drivers["capital_expenditure"] = planned
-    drivers["share_issue"] = outlook["share_issue"] = _share_issue(rng, settings, previous)
-    return drivers, outlook
+    drivers["previous_one_off"] = previous_one_off
+    drivers["one_off"] = 0
+    return drivers, ranges
 
 
 def _as_int(year: Mapping[str, Any]) -> dict[str, int]:
     return {key: int(value) for key, value in year.items()}
 
 
+def _one_off_index(rng: random.Random, base: Mapping[str, float], visible: int) -> int | None:
+    """The visible year with a one-off SG&A charge (never the first; the last one half the time), or ``None``."""
+    if not base["one_off_share"]:
+        return None
+    return visible - 1 if visible < 3 or rng.random() < 0.5 else rng.randint(1, visible - 2)
+
+
 def draw_company(rng: random.Random, settings: Settings) -> Company:
     """A company with ``visible_years`` simulated years plus one hidden year, drawn only from ``rng``."""
     base, policies = _draw_base(rng, settings)
     opening = _draw_opening(rng, settings, base, policies)
+    visible = settings.visible_years
+    one_off_at = _one_off_index(rng, base, visible)
     years: list[dict[str, int]] = []
-    drivers: list[dict[str, float]] = []
+    drivers: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    one_offs: dict[int, int] = {}
     previous: Mapping[str, int] = opening
-    for _ in range(settings.visible_years):
-        year_drivers = _visible_drivers(rng, settings, base, previous)
+    for index in range(visible + 1):
+        previous_one_off = one_offs.get(index - 1, 0)
+        year_drivers, ranges = _year_drivers(rng, settings, base, previous, index, previous_one_off)
+        if index == one_off_at:
+            growth = 1 + year_drivers["operating_expense_growth"]
+            recurring = (previous["operating_expenses"] - previous_one_off) * growth
+            one_offs[index] = year_drivers["one_off"] = max(1, round(recurring * base["one_off_share"]))
+        if index == visible:
+            outlook: dict[str, Any] = {driver: ranges.get(driver) for driver in GUIDABLE}
+            planned = year_drivers["capital_expenditure"]
+            if settings.capex_announcement == "range":
+                half = max(1, round(planned * 0.1 * settings.guidance_width))
+                outlook["capital_expenditure"] = [planned - half, planned + half]
+                year_drivers["capital_expenditure"] = min(planned + half, max(planned - half, round(
+                    planned + _truncated(rng, half))))
+            else:
+                outlook["capital_expenditure"] = [planned, planned]
+            outlook["share_issue"] = year_drivers["share_issue"]
+        elif index and ranges:
+            history.append({"index": index, **ranges})
         previous = _as_int(next_year(previous, year_drivers, policies))
         years.append(previous)
         drivers.append(year_drivers)
-    hidden_drivers, outlook = _hidden_drivers(rng, settings, base, previous)
-    years.append(_as_int(next_year(previous, hidden_drivers, policies)))
-    drivers.append(hidden_drivers)
-    return Company(base=base, policies=policies, opening=opening, years=years, drivers=drivers, outlook=outlook)
+    return Company(base=base, policies=policies, opening=opening, years=years, drivers=drivers, outlook=outlook,
+                   guidance_history=history, one_offs=one_offs)
 
 
 def scale_floor(last_visible: Mapping[str, float]) -> float:
@@ -375,34 +405,51 @@ def _truncated_array(generator: np.random.Generator, count: int, limit: float) -
     return kept[:count]
 
 
+def _trend_error(observations: int) -> float:
+    """How much larger than a year's noise the error of a straight-line extrapolation one year ahead is."""
+    # the prediction variance of least squares on years 0..n-1 at year n: 1 + 1/n + (n - mean)² / Sxx
+    if observations < 2:
+        return math.sqrt(2.0)
+    mean = (observations - 1) / 2.0
+    sxx = observations * (observations * observations - 1) / 12.0
+    return math.sqrt(1.0 + 1.0 / observations + (observations - mean) ** 2 / sxx)
+
+
 def _scenario_driver(
-    generator: np.random.Generator, count: int, driver: str, company: Company, observations: int,
-    revenue_growth: np.ndarray | None,
+    generator: np.random.Generator, count: int, driver: str, company: Company, revenue_growth: np.ndarray | None,
+    positions: int,
 ) -> np.ndarray:
+    base = company.base
+    visible = len(company.years) - 1
     guided = company.outlook.get(driver)
     if guided is not None:
+        # the outcome's position in the range, as well as the track record tells it
         low, high = guided
-        return (low + high) / 2 + _truncated_array(generator, count, (high - low) / 2)
-    # the year's own noise plus the error of estimating the base from the visible years
-    spread = _noise(company.base, driver) * math.sqrt(1.0 + 1.0 / max(observations, 1))
-    typical = _opex_growth(company.base, revenue_growth) if driver == "operating_expense_growth" else (
-        company.base[driver]
-    )
-    return _clip_driver(driver, typical + spread * generator.standard_normal(count))
+        spread = base["guidance_jitter"] * math.sqrt(1.0 + 1.0 / max(positions, 1))
+        position = np.clip(base["guidance_position"] + spread * generator.standard_normal(count), 0.0, 1.0)
+        return low + (high - low) * position
+    noise = _noise(base, driver)
+    if driver == "operating_expense_growth":
+        # the year's noise plus the error of an elasticity estimated from the visible years' growth rates
+        observed = math.fsum(year["revenue_growth"] ** 2 for year in company.drivers[1:visible])
+        spread = noise * np.sqrt(1.0 + revenue_growth**2 / max(observed, 1e-4))
+        return _clip_driver(driver, _opex_growth(base, revenue_growth) + spread * generator.standard_normal(count))
+    if driver == "revenue_growth":  # the cycle's phase is hard to read from a few years
+        spread = math.sqrt(noise * noise * (1.0 + 1.0 / max(visible - 1, 1))
+                           + base["revenue_cycle_amplitude"] ** 2 / 2.0)
+    else:
+        spread = noise * _trend_error(visible)
+    return _clip_driver(driver, _typical(base, driver, visible) + spread * generator.standard_normal(count))
 
 
 def scenario_drivers(company: Company, seed: int, count: int) -> dict[str, np.ndarray]:
-    """``count`` scenarios of the hidden year's drivers, drawn as the hidden year itself was given the outlook."""
-    # Guided drivers inside their ranges; unguided ones around their base with the year's noise plus the error of
-    # estimating the base from the visible years: noise × sqrt(1 + 1/observations).
+    """``count`` scenarios of the hidden year's drivers: what an analyst who reads the history and the track record
+    of the guidance could still not know."""
     generator = np.random.Generator(np.random.PCG64(seed))
-    observed = len(company.years) - 1
+    positions = sum(len(entry) - 1 for entry in company.guidance_history)
     drivers: dict[str, Any] = {}
     for driver in ("revenue_growth", "gross_margin", "operating_expense_growth", *_DAYS):
-        observations = observed - (1 if driver in _GROWTH_DRIVERS else 0)
-        drivers[driver] = _scenario_driver(
-            generator, count, driver, company, observations, drivers.get("revenue_growth")
-        )
+        drivers[driver] = _scenario_driver(generator, count, driver, company, drivers.get("revenue_growth"), positions)
     low, high = company.outlook["capital_expenditure"]
     if low == high:
         drivers["capital_expenditure"] = np.full(count, low, dtype=np.int64)
@@ -410,6 +457,8 @@ def scenario_drivers(company: Company, seed: int, count: int) -> dict[str, np.nd
         spend = np.rint((low + high) / 2 + _truncated_array(generator, count, (high - low) / 2))
         drivers["capital_expenditure"] = np.clip(spend, low, high).astype(np.int64)
     drivers["share_issue"] = np.full(count, company.outlook["share_issue"], dtype=np.int64)
+    drivers["previous_one_off"] = np.full(count, company.drivers[-1]["previous_one_off"], dtype=np.int64)
+    drivers["one_off"] = np.zeros(count, dtype=np.int64)
     return drivers
 
 
