@@ -46,13 +46,14 @@ def test_identity_shape(cases: dict[str, list[tuple[dict, str]]]) -> None:
         for identity, _ in cases[level]:
             assert set(identity) == {"start", "target", "tolerance", "obstacles", "floor", "hidden_obstacles",
                                      "resolution", "budget", "witness"}
-            assert config["min_obstacles"] <= len(identity["obstacles"]) <= config["max_obstacles"]
+            # the drawn boxes, plus the blockers of the straight segments to the goal configurations
+            assert config["min_obstacles"] <= len(identity["obstacles"])
             for box in identity["obstacles"]:
                 assert all(config["min_half_extent"] - 1e-3 <= half <= config["max_half_extent"] + 1e-3
                            for half in box["half_extents"])
             assert identity["tolerance"] == config["tolerance"]
             assert identity["hidden_obstacles"] is config["hidden_obstacles"]
-            assert identity["budget"] == {"forward_kinematics": 20, "check_path": 10}
+            assert identity["budget"] == {"forward_kinematics": 20, "check_path": 4}
             assert all(abs(angle) <= limit for angle, limit in zip(identity["start"], UPPER_LIMITS))
             assert identity["start"] == [round(angle, 4) for angle in identity["start"]]
             assert 0.1 <= identity["target"][2] <= 1.1
@@ -80,7 +81,7 @@ def test_the_witness_solves_the_task_with_room_to_spare(cases: dict[str, list[tu
 def test_clutter_blocks_the_straight_line_path() -> None:
     def blocked(clutter: float) -> int:
         count = 0
-        for identity, _ in draws(TrajectoryGenerator(min_obstacles=8, max_obstacles=8, clutter=clutter), 3, 10):
+        for identity, _ in draws(TrajectoryGenerator(min_obstacles=8, max_obstacles=8, clutter=clutter, blocked_goals=0), 3, 10):
             task = Task.from_identity(identity)
             count += not judge_path(task, [identity["start"], identity["witness"][-1]]).clear
         return count
@@ -89,8 +90,25 @@ def test_clutter_blocks_the_straight_line_path() -> None:
     assert cluttered >= 7 and cluttered >= calm + 4, (calm, cluttered)
 
 
+def test_the_straight_line_to_the_goal_always_collides(cases: dict[str, list[tuple[dict, str]]]) -> None:
+    for level in LEVELS:
+        for identity, _ in cases[level]:
+            report = judge_path(Task.from_identity(identity), [identity["start"], identity["witness"][-1]])
+            assert report.contacts, f"{level}: the straight joint-space line to the witness's goal is free"
+
+
+def test_without_blockers_the_box_count_is_the_drawn_one() -> None:
+    for identity, _ in draws(TrajectoryGenerator(min_obstacles=3, max_obstacles=5, blocked_goals=0), 5, 6):
+        assert 3 <= len(identity["obstacles"]) <= 5
+
+
 def test_more_obstacles_and_tighter_tolerance_by_level(cases: dict[str, list[tuple[dict, str]]]) -> None:
-    counts = {level: sum(len(identity["obstacles"]) for identity, _ in cases[level]) for level in LEVELS}
+    # the boxes drawn per level (the blockers come on top, as many as the straight segments need)
+    counts = {
+        level: sum(len(identity["obstacles"])
+                   for identity, _ in draws(TrajectoryGenerator(**LEVELS[level]["config"], blocked_goals=0), 11, 4))
+        for level in LEVELS
+    }
     assert counts["level_1"] < counts["level_2"] < counts["level_3"] < counts["level_4"]
     tolerances = [LEVELS[level]["config"]["tolerance"] for level in ("level_1", "level_2", "level_3", "level_4")]
     assert tolerances == sorted(tolerances, reverse=True)
@@ -149,6 +167,7 @@ def test_records_carry_the_witness_only_in_the_hidden_identity(registry: Registr
         ({"hidden_obstacles": "yes"}, "hidden_obstacles must be true or false"),
         ({"resolution": 1.0}, "resolution must be a number"),
         ({"check_path_budget": -1}, "check_path_budget must be an integer"),
+        ({"blocked_goals": 1.5}, "blocked_goals must be an integer"),
     ],
 )
 def test_bad_settings_are_config_errors(config: dict, message: str) -> None:
@@ -163,7 +182,7 @@ def test_an_impossible_setting_fails_with_a_clear_error() -> None:
 
 
 def test_no_floor_and_no_obstacles() -> None:
-    [(identity, prompt)] = draws(TrajectoryGenerator(min_obstacles=0, max_obstacles=0, floor=False), 1, 1)
+    [(identity, prompt)] = draws(TrajectoryGenerator(min_obstacles=0, max_obstacles=0, floor=False, blocked_goals=0), 1, 1)
     assert identity["obstacles"] == [] and identity["floor"] is False
     assert "There are no box obstacles." in prompt and "floor" not in prompt
     assert judge_path(Task.from_identity(identity), identity["witness"]).solved

@@ -25,6 +25,8 @@ from bootcamp_bot_trajectory.robot import (
     UPPER_LIMITS,
     Box,
     path_samples,
+    round_configuration,
+    segment_samples,
 )
 from bootcamp_bot_trajectory.simulator import Simulator, simulator
 from bootcamp_core import ConfigError, GenerationError, TaskGenerator
@@ -44,7 +46,8 @@ DEFAULTS: dict[str, Any] = {
     "min_travel": 0.3,  # metres between the start's end effector and the target
     "floor": True,
     "forward_kinematics_budget": 20,
-    "check_path_budget": 10,
+    "check_path_budget": 4,
+    "blocked_goals": 40,  # IK solutions of the target whose straight joint-space segment from the start is blocked
 }
 
 #: Share of each joint's range that starts, goals and via points are drawn from (extreme wrist angles make odd poses).
@@ -58,6 +61,12 @@ CLUTTER_JITTER = 0.04
 SCENE_ATTEMPTS = 200
 VIA_ATTEMPTS = 20
 BOX_ATTEMPTS = 40
+#: Blockers tried for one straight segment before the scene is given up.
+BLOCK_ATTEMPTS = 30
+#: Where along a straight segment (share of its length) a blocker is placed: away from both ends.
+BLOCK_SPAN = (0.2, 0.8)
+#: IK solves per seed when the generator looks for goal configurations (each from the last).
+IK_ROUNDS = 4
 
 
 def _round(values: Any, digits: int) -> list[float]:
@@ -84,6 +93,7 @@ class _Settings:
         self.min_travel = self._number(settings, "min_travel", 0.0, 2.0)
         self.forward_kinematics_budget = self._integer(settings, "forward_kinematics_budget", 0, 10_000)
         self.check_path_budget = self._integer(settings, "check_path_budget", 0, 10_000)
+        self.blocked_goals = self._integer(settings, "blocked_goals", 0, 200)
         for key in ("hidden_obstacles", "floor"):
             if not isinstance(settings[key], bool):
                 raise ConfigError(f"{key} must be true or false, got {settings[key]!r}", field=key)
@@ -158,6 +168,9 @@ def build_identity(rng: random.Random, settings: _Settings, sim: Simulator | Non
         else:
             continue
         boxes = _place_boxes(rng, settings, sim, start, goal, target, samples)
+        if boxes is None:
+            continue
+        boxes = _block_direct(rng, settings, sim, start, goal, target, samples, boxes)
         if boxes is None:
             continue
         return {
@@ -255,12 +268,74 @@ def _place_boxes(rng: random.Random, settings: _Settings, sim: Simulator, start:
     return boxes
 
 
+def _goal_configurations(rng: random.Random, settings: _Settings, sim: Simulator, start: list, goal: list,
+                         target: list) -> list[tuple[float, ...]]:
+    """Configurations that put the end effector within the tolerance of ``target``: the witness's goal, and IK
+    solutions seeded from the start and from ``blocked_goals - 1`` random configurations."""
+    seeds = [tuple(start)] + [tuple(_configuration(rng)) for _ in range(settings.blocked_goals - 1)]
+    found = [tuple(goal)]
+    for seed in seeds[:settings.blocked_goals]:
+        for _ in range(IK_ROUNDS):
+            solution = round_configuration(sim.inverse_kinematics(target, seed))
+            if math.dist(sim.end_effector(solution), target) <= settings.tolerance:
+                found.append(solution)
+                break
+            seed = solution
+    return found
+
+
+def _segment_collides(sim: Simulator, start: list, end: tuple, resolution: float) -> bool:
+    return any(sim.collides(configuration) for _, configuration in segment_samples(start, end, resolution))
+
+
+def _draw_blocker(rng: random.Random, settings: _Settings, sim: Simulator, start: list, end: tuple) -> Box:
+    """A box on a link of the arm (links 3..7) somewhere along the straight segment from ``start`` to ``end``."""
+    fraction = rng.uniform(*BLOCK_SPAN)
+    configuration = [a + (b - a) * fraction for a, b in zip(start, end)]
+    anchor = sim.link_positions(configuration)[rng.randrange(2, JOINT_COUNT)]
+    half = _round((rng.uniform(settings.min_half_extent, settings.max_half_extent) for _ in range(3)), 3)
+    center = [coordinate + rng.gauss(0.0, CLUTTER_JITTER / 2) for coordinate in anchor]
+    return Box(tuple(_round(center, 3)), tuple(half))  # type: ignore[arg-type]
+
+
+def _block_direct(rng: random.Random, settings: _Settings, sim: Simulator, start: list, goal: list, target: list,
+                  samples: list[tuple], boxes: list[Box]) -> list[Box] | None:
+    """``boxes`` plus blockers, so that the straight segment from the start to every goal configuration found by
+    :func:`_goal_configurations` collides; each blocker keeps ``clearance`` from the witness. ``None`` when a
+    segment cannot be blocked."""
+    if settings.blocked_goals == 0:
+        return boxes
+    sweep = _Sweep(sim, samples)
+    bodies = [sim.add_box(box) for box in boxes]
+    boxes = list(boxes)
+    try:
+        for end in _goal_configurations(rng, settings, sim, start, goal, target):
+            if _segment_collides(sim, start, end, settings.resolution):
+                continue
+            for _ in range(BLOCK_ATTEMPTS):
+                box = _draw_blocker(rng, settings, sim, start, end)
+                if not _fits(sim, sweep, box, settings.clearance):
+                    continue
+                bodies.append(sim.add_box(box))
+                if _segment_collides(sim, start, end, settings.resolution):
+                    boxes.append(box)
+                    break
+                sim.remove(bodies.pop())
+            else:
+                return None
+        return boxes
+    finally:
+        for body in bodies:
+            sim.remove(body)
+
+
 class TrajectoryGenerator(TaskGenerator):
     """Motion-planning tasks for a KUKA iiwa among box obstacles; see :data:`DEFAULTS` for the knobs."""
 
     name: ClassVar[str] = "motion_planning"
     tools: ClassVar[tuple[str, ...]] = ("forward_kinematics", "check_path")
     interaction: ClassVar[str | None] = "answer_feedback"
+    hidden_fields: ClassVar[tuple[str, ...]] = ("witness",)
     reward: ClassVar[str] = "trajectory"
 
     def __init__(self, **config: Any) -> None:
