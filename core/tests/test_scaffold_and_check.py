@@ -168,6 +168,7 @@ class Gen(TaskGenerator):
     name = "g"
     tools = ("t",)
     reward = "r"
+    hidden_fields = ("answer",)                          # no such identity key
     def case_generator(self, rng):
         return {"n": rng.randint(0, 9), "pair": (1, 2)}   # a tuple does not survive JSON
     def prompt_func(self, identity, rng):
@@ -210,10 +211,11 @@ def test_check_reports_every_broken_rule_of_a_nonconforming_bootcamp(tmp_path: P
     result = bootcamp("check", "bad", site=site)
     assert result.returncode == 1
     failed = failed_checks(result.stdout)
-    assert {"identity_survives_a_json_round_trip", "prompts_are_not_empty",
+    assert {"identity_survives_a_json_round_trip", "prompts_are_not_empty", "hidden_fields_are_identity_keys",
             "tool_parameters_are_valid_json_schema",
             "rewards_stay_in_range_and_never_raise_on_garbage"} <= failed, result.stdout[-3000:]
     assert "parameters.type is 'objekt'" in result.stdout
+    assert "hidden_fields ['answer'] are not keys of its identity" in result.stdout
     assert result.stdout.splitlines()[-1].startswith(f"{len(CHECKS)} checks: {len(CHECKS) - len(failed)} passed, "
                                                      f"{len(failed)} failed")
 

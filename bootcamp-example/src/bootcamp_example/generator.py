@@ -36,6 +36,8 @@ class ArithmeticGenerator(TaskGenerator):
     tools: ClassVar[tuple[str, ...]] = ("calculator",)
     interaction: ClassVar[str | None] = "feedback"
     reward: ClassVar[str] = "arithmetic"
+    #: the answer: the report marks it as ground truth, and a reference agent in a shortcut test never gets it
+    hidden_fields: ClassVar[tuple[str, ...]] = ("expected_result",)
 
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)

@@ -605,6 +605,15 @@ class Conformance:
                 raise ConformanceError(f"{plan.generator}: identity is not JSON: {error}") from None
             require(json.loads(text) == identity, f"{plan.generator}: identity changes through JSON (tuples? keys?)")
 
+    def check_hidden_fields_are_identity_keys(self) -> None:
+        for plan, identity, _ in self.cases():
+            hidden = type(self.registry.component("generator", plan.generator, plan.config)).hidden_fields
+            require(isinstance(hidden, (tuple, list)) and all(isinstance(key, str) for key in hidden),
+                    f"{plan.generator}: hidden_fields must be a tuple of identity keys, got {hidden!r}")
+            missing = [key for key in hidden if key not in identity]
+            require(not missing, f"{plan.generator}: hidden_fields {missing} are not keys of its identity "
+                    f"(its keys: {sorted(identity)})")
+
     def check_prompts_are_not_empty(self) -> None:
         for plan, _, prompt in self.cases():
             if isinstance(prompt, str):

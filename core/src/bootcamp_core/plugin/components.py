@@ -106,6 +106,9 @@ class TaskGenerator(Component):
     #: Recommended episode limits, e.g. ``{"max_assistant_turns": 60, "max_user_turns": 120}``: used by
     #: ``bootcamp eval``, ``bootcamp demo`` and the verl export for every limit the user sets none of.
     limits: ClassVar[Mapping[str, int]] = {}
+    #: Identity keys the model must never see (the answer, or what gives it away): the report's trajectory viewer
+    #: marks them as ground truth, and shortcut tests hand a reference agent the identity without them.
+    hidden_fields: ClassVar[Sequence[str]] = ()
 
     def case_generator(self, rng: random.Random) -> dict:
         """Return the task's identity: a JSON-serialisable dict (hidden fields included; they never reach the model)."""

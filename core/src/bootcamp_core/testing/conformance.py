@@ -45,6 +45,9 @@ class BootcampConformance(Conformance):
     def test_identity_survives_a_json_round_trip(self):
         self.check_identity_survives_a_json_round_trip()
 
+    def test_hidden_fields_are_identity_keys(self):
+        self.check_hidden_fields_are_identity_keys()
+
     def test_prompts_are_not_empty(self):
         self.check_prompts_are_not_empty()
 
