@@ -25,6 +25,7 @@ from bootcamp_core.data.io import write_records
 from bootcamp_core.evaluate.report import render_report, score_text
 from bootcamp_core.evaluate.run import EvalConfig, run_evaluation
 from bootcamp_core.evaluate.statistics import summarize
+from bootcamp_core.evaluate.viewer import report_episodes
 from bootcamp_core.plugin.loader import Registry
 from bootcamp_core.rescore import rescore_results
 from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer, first_user_text
@@ -155,8 +156,9 @@ def test_a_failing_score_never_shows_as_a_passing_number():
             "messages": [{"role": "assistant", "content": "almost"}]}
     examples: list = []
     summary = summarize([line], examples=examples)
-    html = render_report(summary, examples)
-    assert "score 0.99999997 · not solved" in html
+    html = render_report(summary, [line])
+    # the viewer's list row: its score, and solved from the line (the browser tests show how the page writes them)
+    assert [row[3:5] for row in report_episodes(html)[0]] == [[0.99999997, False]]
     overall = html.split("<h2>Overall</h2>")[1].split("</table>")[0]
     assert "<td>0.99999997</td>" in overall  # the mean score is not rounded onto 1 either
 

@@ -141,14 +141,27 @@ def print_generator_table(summary: dict, *, title: str) -> None:
         text = f"{value:.3f}"
         return score_text(value) if text in ("0.000", "1.000") and value not in (0.0, 1.0) else text
 
+    def bound(value: float) -> str:
+        text = f"{value:.2f}"
+        return score_text(value) if text in ("0.00", "1.00", "-0.00") and value not in (0.0, 1.0) else text
+
+    def with_interval(value: float, interval: list | None) -> str:
+        # "0.512 [0.43, 0.60]", the interval (95% bootstrap over records) under the value so names keep their room;
+        # a summary of an older version has none
+        return f"{rate(value)}\n[{bound(interval[0])}, {bound(interval[1])}]" if interval else rate(value)
+
     table = Table(title=title)
-    for column in ("data source", "generator", "episodes", "score", "solved", "pass@1", "turns", "tool calls",
-                   "infra errors"):
-        table.add_column(column, justify="left" if column in {"data source", "generator"} else "right")
+    for column in ("data source", "generator", "episodes", "score", "solved", "pass@1", "turns", "tool\ncalls",
+                   "infra\nerrors"):
+        names = column in {"data source", "generator"}
+        # a long name folds onto the next line rather than losing its end
+        table.add_column(column, justify="left" if names else "right", overflow="fold" if names else "ellipsis")
     for group in summary.get("groups", []):
         table.add_row(
-            group["data_source"], group["generator"], str(group["count"]), rate(group["mean_score"]),
-            rate(group.get("solved_rate", 0.0)), rate(group["pass_at_k"].get("pass@1", 0.0)),
+            group["data_source"], group["generator"], str(group["count"]),
+            with_interval(group["mean_score"], group.get("mean_score_ci")),
+            with_interval(group.get("solved_rate", 0.0), group.get("solved_rate_ci")),
+            rate(group["pass_at_k"].get("pass@1", 0.0)),
             f"{group['mean_assistant_turns']:.2f}", str(group["tool_calls"]), str(group["infrastructure_errors"]),
         )
     output_console().print(table)

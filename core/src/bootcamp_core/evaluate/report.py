@@ -1,6 +1,8 @@
-"""The evaluation's HTML report: one self-contained file (inline CSS and SVG, no script, no external resource).
+"""The evaluation's HTML report: one self-contained file (inline CSS, SVG and script, no external resource).
 
-Every value from the results is HTML-escaped, model output included, so a trajectory can never inject markup.
+The tables and plots are HTML, every value from the results escaped. The episodes are the trajectory viewer's
+(:mod:`bootcamp_core.evaluate.viewer`): compressed base64 that no browser runs, rendered by the report's script with
+``textContent`` only, so a trajectory can never inject markup.
 
 A score is never shown as a passing number when it is not one: :func:`score_text` prints enough digits that an
 unsolved 0.99999997 never reads "1", and each episode is marked solved or not from its line's ``solved``.
@@ -9,11 +11,18 @@ unsolved 0.99999997 never reads "1", and each episode is marked solved or not fr
 from __future__ import annotations
 
 import html
+import io
 import json
-from collections.abc import Sequence
-from typing import Any
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any
 
-__all__ = ["histogram_svg", "render_report", "score_text"]
+import attrs
+
+from bootcamp_core.plugin.errors import ConfigError
+
+__all__ = ["BuiltReport", "build_report", "render_report", "score_text", "write_report"]
 
 
 def score_text(score: float) -> str:
@@ -51,122 +60,193 @@ def _e(value: Any) -> str:
     return html.escape(value, quote=True)
 
 
-def histogram_svg(labels: Sequence[str], counts: Sequence[int], *, title: str, width: int = 420,
-                  height: int = 180) -> str:
-    """A bar chart as inline SVG (no namespace URL needed inside HTML)."""
-    top = max(counts, default=0) or 1
-    margin_left, margin_bottom, margin_top = 34, 28, 18
-    plot_w, plot_h = width - margin_left - 6, height - margin_bottom - margin_top
-    bar_w = plot_w / max(len(counts), 1)
-    parts = [f'<svg width="{width}" height="{height}" role="img" aria-label="{_e(title)}">',
-             f'<text x="{margin_left}" y="12">{_e(title)}</text>',
-             f'<text x="2" y="{margin_top + 8}">{top}</text>',
-             f'<text x="2" y="{margin_top + plot_h}">0</text>',
-             f'<line x1="{margin_left}" y1="{margin_top + plot_h}" x2="{width - 6}" y2="{margin_top + plot_h}" '
-             'stroke="#57606a"/>']
-    for i, (label, count) in enumerate(zip(labels, counts)):
-        bar_h = plot_h * count / top
-        x = margin_left + i * bar_w
-        parts.append(f'<rect x="{x + 1:.1f}" y="{margin_top + plot_h - bar_h:.1f}" width="{max(bar_w - 2, 1):.1f}" '
-                     f'height="{bar_h:.1f}" fill="#2f81f7"><title>{_e(label)}: {count}</title></rect>')
-        if len(labels) <= 24 or i % max(1, len(labels) // 12) == 0:
-            parts.append(f'<text x="{x + bar_w / 2:.1f}" y="{height - 10}" text-anchor="middle">{_e(label)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _int_histogram(histogram: dict) -> tuple[list[str], list[int]]:
-    items = sorted((int(key), value) for key, value in histogram.items())
-    if not items:
-        return [], []
-    # every value between the smallest and the largest, so gaps show as empty bars
-    counts = dict(items)
-    keys = range(items[0][0], items[-1][0] + 1)
-    return [str(key) for key in keys], [counts.get(key, 0) for key in keys]
-
-
-_SCORE_LABELS = [f"{i / 10:.1f}" for i in range(10)] + ["1"]
-
 _COLUMNS = [("count", "episodes"), ("records", "records"), ("successes", "successes"),
             ("infrastructure_errors", "infra errors"), ("model_errors", "model errors"), ("mean_score", "mean score"),
             ("solved_rate", "solved rate"), ("mean_assistant_turns", "mean turns"),
             ("mean_tool_calls", "mean tool calls"),
             ("mean_total_tokens", "mean tokens"), ("total_tokens", "tokens")]
+#: The summary's interval of a column, shown in a column of its own beside it.
+_INTERVALS = {"mean_score": "mean_score_ci", "solved_rate": "solved_rate_ci"}
+
+
+def _interval(value: Any) -> str:
+    """``[low, high]`` of an interval; nothing for anything else."""
+    if isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(x, int | float) for x in value):
+        return f"[{_e(float(value[0]))}, {_e(float(value[1]))}]"
+    return ""
 
 
 def _table(rows: list[dict]) -> str:
-    ks = sorted({key for row in rows for key in row.get("pass_at_k", {})}, key=lambda key: int(key.split("@")[1]))
-    head = "".join(f"<th>{_e(label)}</th>" for _, label in _COLUMNS) + "".join(f"<th>{_e(k)}</th>" for k in ks)
+    """A row per group; the intervals and the flip rate each get a column of their own when any row has them."""
+    ks = sorted({key for row in rows for key in (row.get("pass_at_k") or {})},
+                key=lambda key: int(key.split("@")[1]) if key.split("@")[-1].isdigit() else 0)
+    cells: list[tuple[str, Any]] = []  # (heading, the cell's text of a row)
+    for key, label in _COLUMNS:
+        cells.append((label, lambda row, key=key: _e(row.get(key))))
+        interval = _INTERVALS.get(key)
+        if interval and any(interval in row for row in rows):
+            cells.append((f"{label} 95% interval", lambda row, interval=interval: _interval(row.get(interval))))
+    with_ci = any(isinstance(row.get("pass_at_k_ci"), dict) for row in rows)
+    for k in ks:
+        cells.append((k, lambda row, k=k: _e((row.get("pass_at_k") or {}).get(k))))
+        if with_ci:
+            cells.append((f"{k} 95% interval", lambda row, k=k: _interval(
+                (row.get("pass_at_k_ci") if isinstance(row.get("pass_at_k_ci"), dict) else {}).get(k))))
+    if any("flip_rate" in row for row in rows):
+        cells.append(("flip rate", lambda row: _e(row.get("flip_rate"))))
+    head = "".join(f"<th>{_e(label)}</th>" for label, _ in cells)
     out = [f'<table><tr><th class="l">data source</th><th class="l">generator</th>{head}</tr>']
     for row in rows:
-        cells = "".join(f"<td>{_e(row.get(key))}</td>" for key, _ in _COLUMNS)
-        cells += "".join(f"<td>{_e(row.get('pass_at_k', {}).get(k))}</td>" for k in ks)
+        body = "".join(f"<td>{text(row)}</td>" for _, text in cells)
         out.append(f'<tr><td class="l">{_e(row.get("data_source"))}</td><td class="l">{_e(row.get("generator"))}</td>'
-                   f"{cells}</tr>")
+                   f"{body}</tr>")
     out.append("</table>")
     return "".join(out)
 
 
-def _charts(stats: dict) -> str:
-    charts = [histogram_svg(_SCORE_LABELS, stats.get("score_histogram") or [0] * 11, title="score distribution")]
-    labels, counts = _int_histogram(stats.get("assistant_turns_histogram") or {})
-    charts.append(histogram_svg(labels, counts, title="assistant turns per episode"))
-    labels, counts = _int_histogram(stats.get("tool_calls_histogram") or {})
-    charts.append(histogram_svg(labels, counts, title="tool calls per episode"))
-    return '<div class="charts">' + "".join(f'<div class="chart">{chart}</div>' for chart in charts) + "</div>"
+_CONTROLS = """<div class="controls" id="viewer-controls">
+<label>data source <select id="f-source"><option value="">all</option></select></label>
+<label>generator <select id="f-generator"><option value="">all</option></select></label>
+<label>finish reason <select id="f-finish"><option value="">all</option></select></label>
+<label>error kind <select id="f-error"><option value="">all</option></select></label>
+<label>hit a turn limit <select id="f-limit"><option value="">any</option><option value="yes">yes</option>
+<option value="no">no</option></select></label>
+<label>solved <select id="f-solved"><option value="">any</option><option value="yes">yes</option>
+<option value="no">no</option></select></label>
+<label>score from <input type="number" id="f-min" step="any"></label>
+<label>to <input type="number" id="f-max" step="any"></label>
+<label>text <input type="search" id="f-search" placeholder="search every message"></label>
+</div>"""
 
 
-def _examples(examples: list[dict]) -> str:
-    if not examples:
-        return '<p class="muted">No episodes.</p>'
-    out = []
-    for example in examples:
-        score = float(example.get("score") or 0)
-        solved = example.get("solved")
-        if not isinstance(solved, bool):  # a summary of an older version: no solved per example
-            solved = bool(example.get("success")) and score >= 1
-        status = "good" if solved else "bad"
-        summary = (f'<span class="{status}">score {_e(score_text(score))} · {"solved" if solved else "not solved"}'
-                   '</span> · '
-                   f'{_e(example.get("generator"))} · repeat {_e(example.get("repeat"))} · '
-                   f'{_e(example.get("finish_reason"))} · {_e(example.get("assistant_turns"))} turns'
-                   f'{" · " + _e(example.get("error_type")) + " error" if example.get("error_type") else ""}')
-        body = f'<p class="muted">id {_e(example.get("id"))}</p>'
-        if example.get("error"):
-            body += f"<p>error:</p><pre>{_e(example.get('error'))}</pre>"
-        body += f"<p>final answer:</p><pre>{_e(example.get('answer'))}</pre>"
-        out.append(f"<details><summary>{summary}</summary>{body}</details>")
-    return "".join(out)
+def _viewer(payload: Any) -> Iterable[str]:
+    from bootcamp_core.evaluate.viewer import viewer_script
+
+    yield (f'<section id="viewer"><h2>Episodes (failures first)</h2>{_CONTROLS}'
+           '<p id="viewer-status" class="muted">Loading the episodes… (the viewer needs JavaScript)</p>'
+           '<noscript><p class="bad">JavaScript is off: the episodes cannot be shown.</p></noscript>'
+           '<div id="episode-list"></div><div id="episode-view"></div></section>\n')
+    yield from payload.elements()
+    # the script is ours, never data; without "</" and "<!--" in it, nothing in it can end its element early
+    script = viewer_script()
+    if "</" in script or "<!--" in script:
+        raise ValueError("the viewer script must not contain '</' or '<!--'")
+    yield f"<script>{script}</script>\n"
 
 
-def render_report(summary: dict, examples: list[dict] | None = None, *, title: str = "Bootcamp evaluation") -> str:
-    """The report as one HTML document: overall and per-group tables, histograms, finish reasons, examples."""
+def write_report(handle: IO[str], summary: dict, lines: Iterable[dict] = (), *,
+                 title: str = "Bootcamp evaluation") -> int:
+    """Write the report to ``handle``: tables, plots, every episode of ``lines`` and the configuration
+    (results lines, streamed: each is plotted and compressed as it comes). Returns the episodes written."""
+    from bootcamp_core.evaluate.plots import ReportPlots
+    from bootcamp_core.evaluate.viewer import EpisodePayload, viewer_css
+
     overall = summary.get("overall") or {}
     config = summary.get("evaluation_config") or {}
-    reasons = overall.get("finish_reasons") or {}
-    reason_rows = "".join(f'<tr><td class="l">{_e(reason)}</td><td>{_e(count)}</td></tr>'
-                          for reason, count in reasons.items())
     config_rows = "".join(f'<tr><td class="l">{_e(key)}</td><td class="l">{_e(value)}</td></tr>'
-                          for key, value in config.items() if value not in (None, {}, []))
-    groups = summary.get("groups") or []
-    per_group = "".join(f"<h3>{_e(group.get('data_source'))} · {_e(group.get('generator'))}</h3>{_charts(group)}"
-                        for group in groups) if len(groups) > 1 else ""
-    return (
+                          for key, value in (config.items() if isinstance(config, dict) else ())
+                          if value not in (None, {}, []))
+    plots = ReportPlots()
+    payload = EpisodePayload()
+    for line in lines:
+        if isinstance(line, dict):
+            plots.add(line)
+            payload.add(line)
+    handle.write(
         "<!DOCTYPE html>\n"
-        f'<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{_CSS}</style></head><body>'
+        f'<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+        f"<style>{_CSS}{viewer_css()}</style></head><body>"
         f"<h1>{_e(title)}</h1>"
         f'<p class="muted">results: {_e(summary.get("results_path"))}</p>'
         "<h2>Overall</h2>"
         + _table([{"data_source": "ALL", "generator": "ALL", **overall}])
         + "<h2>By data source and generator</h2>"
-        + _table(groups)
-        + "<h2>Distributions</h2>"
-        + _charts(overall)
-        + per_group
-        + '<h2>Finish reasons</h2><table><tr><th class="l">reason</th><th>episodes</th></tr>'
-        + reason_rows + "</table>"
-        + "<h2>Episodes (failures first)</h2>"
-        + _examples(examples or [])
-        + '<h2>Configuration</h2><table>' + config_rows + "</table>"
-        + "</body></html>\n"
-    )
+        + _table(summary.get("groups") or [])
+        + plots.html()  # the finish reasons among them
+        + "\n")
+    for part in _viewer(payload):
+        handle.write(part)
+    handle.write('<h2>Configuration</h2><table>' + config_rows + "</table></body></html>\n")
+    return payload.count
+
+
+def render_report(summary: dict, examples: Iterable[dict] | None = None, *,
+                  title: str = "Bootcamp evaluation") -> str:
+    """The report as one HTML document (see :func:`write_report`); ``examples``: the results lines to show."""
+    buffer = io.StringIO()
+    write_report(buffer, summary, examples or (), title=title)
+    return buffer.getvalue()
+
+
+@attrs.frozen
+class BuiltReport:
+    """What :func:`build_report` wrote."""
+
+    report_path: Path
+    summary_path: Path
+    episodes: int
+
+
+def _looks_like_results(path: Path) -> None:
+    """Refuse (one line) a file whose first line is not a result line: not UTF-8, not JSON, a record, a summary."""
+    from bootcamp_core.data.io import jsonl_lines
+
+    for line in jsonl_lines(path):
+        if line.error is not None:
+            raise ConfigError(f"{path}:{line.number}: {line.error}: not a results file (one JSON object per episode, "
+                              "as bootcamp eval writes)")
+        data = line.value
+        if not any(key in data for key in ("score", "messages", "output", "turn_record")):
+            what = "a record of a dataset" if "prompt" in data else "no episode (no score, no messages)"
+            raise ConfigError(f"{path}:{line.number}: {what}, not a result line: not a results file")
+        return
+    raise ConfigError(f"{path}: holds no result lines (empty): not a results file")
+
+
+def build_report(results: str | os.PathLike, *, output: str | os.PathLike | None = None) -> BuiltReport:
+    """(Re)build summary.json, summary.csv and report.html from a results file of any version.
+
+    The report goes to ``output`` (a file path, or a folder for report.html in it), else beside ``results``; the
+    summary files go beside the report. An earlier summary.json there of the same results file keeps its run-wide
+    keys (configuration, this run's counts). A missing file or one that is not a results file is a ConfigError.
+    """
+    from bootcamp_core.evaluate.statistics import REPORT_NAME, SUMMARY_JSON, summarize_file, write_summary
+
+    results = Path(results)
+    if not results.exists():
+        raise ConfigError(f"{results}: no such file")
+    if not results.is_file():
+        raise ConfigError(f"{results}: not a file")
+    _looks_like_results(results)
+    report_path = Path(output) if output is not None else results.parent / REPORT_NAME
+    if report_path.is_dir():
+        report_path = report_path / REPORT_NAME
+    directory = report_path.parent
+    summary: dict = {}
+    try:
+        old = json.loads((directory / SUMMARY_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none, or unreadable: rebuilt from the results alone
+        old = None
+    if isinstance(old, dict) and isinstance(old.get("results_path"), str):
+        try:
+            same = Path(old["results_path"]).resolve() == results.resolve()
+        except OSError:
+            same = False
+        if same:
+            summary = {key: value for key, value in old.items() if key not in ("overall", "groups")}
+    summary.update(summarize_file(results))
+    summary.setdefault("results_path", str(results))
+    if not isinstance(summary.get("evaluation_config"), dict):
+        summary["evaluation_config"] = _first_config(results)
+    write_summary(directory, summary, results_path=results, report_path=report_path)
+    return BuiltReport(report_path, directory / SUMMARY_JSON, summary["overall"]["count"])
+
+
+def _first_config(results: Path) -> dict:
+    """The evaluation configuration a line of the file carries (every line of a bootcamp eval run has it)."""
+    from bootcamp_core.evaluate.results import iter_result_lines
+
+    for line in iter_result_lines(results):
+        config = line.get("evaluation_config")
+        return config if isinstance(config, dict) else {}
+    return {}

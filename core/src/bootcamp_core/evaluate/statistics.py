@@ -22,6 +22,7 @@ from typing import Any
 
 from bootcamp_core.blocks import last_assistant_text
 from bootcamp_core.data.io import AtomicFile
+from bootcamp_core.evaluate.intervals import INTERVAL_DEFINITION, flip_rate, ratio_interval
 from bootcamp_core.evaluate.results import iter_result_lines
 from bootcamp_core.plugin.components import is_solved
 
@@ -87,7 +88,8 @@ class _Group:
         self.completion_tokens = 0
         self.total_tokens = 0
         self.reached_max_turns = 0
-        self.per_record: dict[str, list[int]] = {}  # record key -> [n, c]
+        # record key -> [n, c, score sum, finished (no infrastructure error), solved among the finished]
+        self.per_record: dict[str, list] = {}
         self.score_bins = [0] * 11  # [0, .1), ..., [.9, 1), exactly 1
         self.turn_counts: dict[int, int] = {}
         self.tool_call_counts: dict[int, int] = {}
@@ -114,9 +116,12 @@ class _Group:
         self.completion_tokens += int(number(usage.get("completion_tokens")))
         self.total_tokens += int(number(usage.get("total_tokens")))
         self.reached_max_turns += bool(data.get("reached_max_turns"))
-        entry = self.per_record.setdefault(_record_key(data), [0, 0])
+        entry = self.per_record.setdefault(_record_key(data), [0, 0, 0.0, 0, 0])
         entry[0] += 1
         entry[1] += solved
+        entry[2] += score
+        entry[3] += success
+        entry[4] += success and solved
         self.score_bins[10 if score >= 1.0 else max(0, min(9, int(score * 10)))] += 1
         self.turn_counts[assistant] = self.turn_counts.get(assistant, 0) + 1
         self.tool_call_counts[calls] = self.tool_call_counts.get(calls, 0) + 1
@@ -130,11 +135,14 @@ class _Group:
 
     def to_dict(self) -> dict:
         count = self.count or 1  # an empty group reports zeros, not a division error
-        max_n = max((n for n, _ in self.per_record.values()), default=0)
-        pass_k = {}
+        records = self.per_record.values()
+        max_n = max((entry[0] for entry in records), default=0)
+        pass_k, pass_k_ci = {}, {}
         for k in range(1, max_n + 1):
-            eligible = [pass_at_k(n, c, k) for n, c in self.per_record.values() if n >= k]
+            eligible = [pass_at_k(n, c, k) for n, c, *_ in records if n >= k]
             pass_k[f"pass@{k}"] = sum(eligible) / len(eligible)
+            pass_k_ci[f"pass@{k}"] = ratio_interval((value, 1) for value in eligible)
+        flips, flipped = flip_rate((finished, solved) for *_, finished, solved in records)
         return {
             "count": self.count,
             "records": len(self.per_record),
@@ -142,9 +150,14 @@ class _Group:
             "infrastructure_errors": self.infrastructure_errors,
             "model_errors": self.model_errors,
             "mean_score": self.score_sum / count,
+            "mean_score_ci": ratio_interval((entry[2], entry[0]) for entry in records),
             "solved": self.solved,
             "solved_rate": self.solved / count,
+            "solved_rate_ci": ratio_interval((entry[1], entry[0]) for entry in records),
             "pass_at_k": pass_k,
+            "pass_at_k_ci": pass_k_ci,
+            "flip_rate": flips,
+            "flipped_records": flipped,
             "mean_assistant_turns": self.assistant_turns / count,
             "mean_tool_calls": self.tool_calls / count,
             "tool_calls": self.tool_calls,
@@ -194,6 +207,7 @@ def summarize(lines: Iterable[dict], *, examples: list | None = None) -> dict:
         examples.extend((failed + solved)[:REPORT_EXAMPLES])
     return {
         "pass_at_k_definition": PASS_AT_K_DEFINITION,
+        "interval_definition": INTERVAL_DEFINITION,
         "overall": overall.to_dict(),
         "groups": [
             {"data_source": source, "generator": generator, **group.to_dict()}
@@ -229,32 +243,58 @@ def summarize_file(path: str | os.PathLike, *, examples: list | None = None) -> 
 
 CSV_COLUMNS = [
     "data_source", "generator", "count", "records", "successes", "infrastructure_errors", "model_errors",
-    "mean_score", "solved", "solved_rate", "mean_assistant_turns", "mean_tool_calls", "tool_calls",
+    "mean_score", "mean_score_low", "mean_score_high", "solved", "solved_rate", "solved_rate_low", "solved_rate_high",
+    "flip_rate", "mean_assistant_turns", "mean_tool_calls", "tool_calls",
     "mean_total_tokens", "prompt_tokens",
     "completion_tokens", "total_tokens", "reached_max_turns",
 ]
 
 
 def summary_csv(summary: dict) -> str:
-    """One row per group and an ``ALL`` row; a ``pass@k`` column for every k seen."""
+    """One row per group and an ``ALL`` row; ``pass@k``, ``pass@k_low`` and ``pass@k_high`` columns for every k
+    seen. An interval or flip rate a summary does not hold (an older one; no record with 2 repeats) is empty."""
     rows = [*summary["groups"], {"data_source": "ALL", "generator": "ALL", **summary["overall"]}]
     ks = sorted({key for row in rows for key in row["pass_at_k"]}, key=lambda key: int(key.split("@")[1]))
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS + ks)
+    writer.writerow(CSV_COLUMNS + [f"{k}{suffix}" for k in ks for suffix in ("", "_low", "_high")])
     for row in rows:
-        writer.writerow([row[column] for column in CSV_COLUMNS] + [row["pass_at_k"].get(k, "") for k in ks])
+        cells = [_csv_cell(row, column) for column in CSV_COLUMNS]
+        for k in ks:
+            low, high = row.get("pass_at_k_ci", {}).get(k) or ("", "")
+            cells += [row["pass_at_k"].get(k, ""), low, high]
+        writer.writerow(cells)
     return buffer.getvalue()
 
 
-def write_summary(output_dir: str | os.PathLike, summary: dict, examples: list | None = None) -> None:
-    """summary.json, summary.csv and report.html, each written atomically."""
-    from bootcamp_core.evaluate.report import render_report
+def _csv_cell(row: dict, column: str) -> Any:
+    for suffix, index in (("_low", 0), ("_high", 1)):
+        if column.endswith(suffix):
+            interval = row.get(column[: -len(suffix)] + "_ci")
+            return interval[index] if interval else ""
+    value = row.get(column, "")
+    return "" if value is None else value
+
+
+def write_summary(output_dir: str | os.PathLike, summary: dict, examples: list | None = None, *,
+                  results_path: str | os.PathLike | None = None, report_path: str | os.PathLike | None = None) -> None:
+    """summary.json, summary.csv and report.html, each written atomically.
+
+    The report shows every episode of ``results_path`` (default: the summary's ``results_path`` when that file is
+    there), streamed from the file; with neither, the ``examples``. ``report_path`` defaults to report.html in
+    ``output_dir``.
+    """
+    from bootcamp_core.evaluate.report import write_report
 
     output_dir = Path(output_dir)
+    if results_path is None and isinstance(summary.get("results_path"), str):
+        results_path = summary["results_path"]
+    lines: Iterable[dict] = examples or []
+    if results_path is not None and Path(results_path).is_file():
+        lines = iter_result_lines(results_path)
     with AtomicFile(output_dir / SUMMARY_JSON) as handle:
         handle.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     with AtomicFile(output_dir / SUMMARY_CSV) as handle:
         handle.write(summary_csv(summary))
-    with AtomicFile(output_dir / REPORT_NAME) as handle:
-        handle.write(render_report(summary, examples or []))
+    with AtomicFile(Path(report_path) if report_path is not None else output_dir / REPORT_NAME) as handle:
+        write_report(handle, summary, lines)
