@@ -22,6 +22,9 @@ ALLOWED = {
     "core/src/bootcamp_core/serve/client.py": "tool ids and server URLs from the user's configuration",
     "bootcamp-texas-holdem/src/bootcamp_texas_holdem/agent.py":
         "the table's own text (cards, pot, legal actions) that the reference agent plays from",
+    "bootcamp-texas-holdem/src/bootcamp_texas_holdem/shortcuts.py":
+        "the table's own list of legal actions, which the scripted shortcut players pick from",
+    "bench/bench_holdem_shortcuts.py": "the match's own final line (the big blinds won), as the game wrote it",
 }
 
 SOURCE_DIRS = ["core/src", "bench", "plugins", *sorted(str(path.relative_to(ROOT)) for path in ROOT.glob("bootcamp-*/src"))]

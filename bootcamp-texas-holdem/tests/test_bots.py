@@ -101,8 +101,8 @@ def test_raise_sizes_stay_in_the_legal_range() -> None:
 
 
 def test_descriptions_and_unknown_styles() -> None:
-    assert set(STYLES) == {"random", "loose_aggressive", "tight_passive", "strong"}
-    assert all(text.startswith("a ") and "bot" in text for text in STYLES.values())
+    assert set(STYLES) == {"random", "loose_aggressive", "tight_passive", "strong", "adaptive", "adaptive_aggressive"}
+    assert all(text.startswith(("a ", "an ")) and "bot" in text for text in STYLES.values())
     assert POSTFLOP_SAMPLES <= 50
     with pytest.raises(ValueError, match="unknown opponent style 'shark'; choose from random"):
         make_bot("shark")
@@ -133,3 +133,27 @@ def test_strong_bot_beats_the_weaker_styles_in_duplicate_matches(opponent: str, 
           f"{sum(chips > 0 for chips in results)} won, standard error {standard_error / per_hand:.2f} bb/hand")
     assert mean > 3 * standard_error > 0
     assert sum(chips > 0 for chips in results) >= 0.7 * matches
+
+
+def test_adaptive_bots_call_lighter_against_a_player_who_always_raises() -> None:
+    """The same shove to call: often folded against a normal raiser (whose shove means a good hand), always called
+    against one who raises every time (whose shove means nothing)."""
+    facing = {"hole": parse_cards("Jc 4d"), "board": (), "pot": 10_100, "to_call": 9_900, "can_fold": True,
+              "min_raise_to": None, "max_raise_to": None, "my_bet": 100, "stack": 9_900, "big_blind": 100,
+              "button": False, "opponent_aggression": 1}
+    for style in ("adaptive", "adaptive_aggressive"):
+        bot = make_bot(style)
+        normal = [bot.decide(Decision(**facing, opponent_decisions=40, opponent_raises=8), random.Random(seed))[0]
+                  for seed in range(40)]
+        maniac = [bot.decide(Decision(**facing, opponent_decisions=40, opponent_raises=40), random.Random(seed))[0]
+                  for seed in range(40)]
+        assert normal.count("fold") >= 5 and "fold" not in maniac, (style, normal.count("fold"))
+
+
+def test_adaptive_bots_reraise_strong_hands_and_mix_their_moves() -> None:
+    bot = make_bot("adaptive")
+    moves = [bot.decide(decision("As Ad", to_call=200, pot=400, opponent_aggression=1), random.Random(seed))[0]
+             for seed in range(20)]
+    assert set(moves) == {"raise"}
+    first_in = [bot.decide(decision("Kc 9d", to_call=50, pot=150), random.Random(seed))[0] for seed in range(60)]
+    assert {"raise", "check_call"} <= set(first_in)  # a mixed frequency, not one fixed answer

@@ -71,9 +71,9 @@ def test_bot_against_bot_thousands_of_hands_stay_legal_and_balanced() -> None:
     rng = random.Random(0)
     styles = sorted(BOTS)
     hands = 0
-    for seed in range(64):
-        hero = make_bot(styles[seed % 4])
-        match = Match(MatchSettings(seed=seed, hands=50, opponent=styles[(seed // 4) % 4],
+    for seed in range(64):  # every pairing of the styles at least once
+        hero = make_bot(styles[seed % len(styles)])
+        match = Match(MatchSettings(seed=seed, hands=50, opponent=styles[(seed // len(styles)) % len(styles)],
                                     starting_stack=rng.choice([500, 2_000, 20_000])))
         while not match.over:
             decision = match.hero_decision()

@@ -39,7 +39,10 @@ def test_opponent_mix_follows_the_weights() -> None:
     assert 0.68 < counts["strong"] / 800 < 0.82
     assert {identity["opponent"] for identity, _ in draws(HeadsUpGenerator(opponents="loose_aggressive"), 1)} == {
         "loose_aggressive"}
-    assert {identity["opponent"] for identity, _ in draws(HeadsUpGenerator(), 2, 200)} == set(STYLES)
+    assert {identity["opponent"] for identity, _ in draws(HeadsUpGenerator(), 2, 200)} == {
+        "adaptive", "adaptive_aggressive"}  # the defaults: the bots that punish trivial play
+    assert {identity["opponent"] for identity, _ in draws(HeadsUpGenerator(opponents=sorted(STYLES)), 2, 400)} == set(
+        STYLES)
     # the order a config lists the styles in does not change the tasks
     assert draws(HeadsUpGenerator(opponents={"random": 1, "strong": 2}), 4) == draws(
         HeadsUpGenerator(opponents={"strong": 2, "random": 1}), 4)
@@ -47,7 +50,7 @@ def test_opponent_mix_follows_the_weights() -> None:
 
 def test_prompt_states_rules_opponent_format_and_hides_the_seed() -> None:
     identity, prompt = draws(HeadsUpGenerator(opponents="tight_passive"), 3, 1)[0]
-    assert "10 hands of heads-up no-limit Texas hold'em" in prompt and "50/100" in prompt and "20000" in prompt
+    assert "40 hands of heads-up no-limit Texas hold'em" in prompt and "50/100" in prompt and "10000" in prompt
     assert STYLES["tight_passive"] in prompt
     assert '{"action": "fold" | "check" | "call" | "bet" | "raise" | "all_in", "amount": <chips>}' in prompt
     assert "raise TO" in prompt and f'"{MATCH_OVER}"' in prompt and "cannot be restarted" in prompt
@@ -77,15 +80,26 @@ def test_duplicate_scoring_never_shows_the_model_its_opponents_cards_and_cancels
 
 def test_default_groups() -> None:
     assert DEFAULT["global_config"]["class_name"] == "texas_holdem/heads_up"
-    assert set(GROUPS) == {"vs_random", "vs_loose_aggressive", "vs_tight_passive", "vs_strong_duplicate",
-                           "unknown_opponent"}
+    assert set(GROUPS) == {"vs_adaptive", "vs_adaptive_aggressive", "unknown_opponent"}
     for name, group in GROUPS.items():
         generator = HeadsUpGenerator(**group["config"])
         for identity, _ in draws(generator, 1, 10):
-            assert identity["hands"] == 10
+            assert (identity["hands"], identity["starting_stack"]) == (40, 10_000)
+            assert identity["opponent"] in ("adaptive", "adaptive_aggressive")
             assert identity["reveal_opponent"] == (name != "unknown_opponent")
-            assert identity["duplicate"] is False
-            assert identity["par"] == ("strong" if name == "vs_strong_duplicate" else None)
+            assert identity["duplicate"] is False and identity["par"] is None
+
+
+def test_mirror_seats_plays_each_deal_from_both_seats() -> None:
+    """For scripted players and bots only: hands 2k-1 and 2k share a deal with the seats swapped."""
+    identity, _ = draws(HeadsUpGenerator(mirror_seats=True, hands=4, opponents="adaptive"), 5, 1)[0]
+    assert identity["duplicate"] is True and identity["par"] is None
+    match = Match(MatchSettings.from_identity(identity))
+    while not match.over:
+        match.play(("check_call", None))
+    first, second = match.finished[:2]
+    assert first.deal == second.deal and first.holes[first.hero] == second.holes[1 - second.hero]
+    assert HeadsUpGenerator.hidden_fields == ("seed",)
 
 
 @pytest.mark.parametrize(
@@ -94,6 +108,8 @@ def test_default_groups() -> None:
         ({"hands": 0}, "hands must be between"),
         ({"duplicate": True, "par": "nobody"}, "unknown par style"),
         ({"duplicate": "yes"}, "duplicate must be true or false"),
+        ({"mirror_seats": 1}, "mirror_seats must be true or false"),
+        ({"mirror_seats": True, "hands": 5}, "mirror_seats needs an even number of hands"),
         ({"hands": "ten"}, "hands must be an integer"),
         ({"small_blind": 100, "big_blind": 50}, "small_blind <= big_blind"),
         ({"starting_stack": 50}, "must exceed the big blind"),

@@ -1,5 +1,7 @@
-"""The reference agent: an equity-and-pot-odds player that reads the tool output like a model and acts through
-``act``. It never looks at the hidden identity; everything it knows comes from the text in the conversation."""
+"""The reference agent: a range-aware equity player that reads the tool output like a model and acts through ``act``.
+It never looks at the identity; everything it knows comes from the text in the conversation: its cards, the board,
+the pot odds, the opponent's bets and raises in the hand (which narrow the range it puts the opponent on) and
+whether the opponent chose to play before the flop."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import re
 from typing import ClassVar
 
 from bootcamp_core import ReferenceAgent, message_text, tool_call_message
-from bootcamp_texas_holdem.bots import Decision, pot_odds_action
+from bootcamp_texas_holdem.bots import Decision, StrongBot
 from bootcamp_texas_holdem.cards import parse_cards
 from bootcamp_texas_holdem.game import MATCH_OVER
 
@@ -24,14 +26,17 @@ _FIELDS = {
 }
 _RANGE = re.compile(r'^- \{"action": "(bet|raise)", "amount": A\} with A from (\d+) to (\d+)', re.MULTILINE)
 _OPPONENT_AGGRESSION = re.compile(r"^ *The opponent (?:bets|raises to) \d+", re.MULTILINE)
+_OPPONENT_DECISION = re.compile(r"^ *The opponent (?:folds|checks|calls \d+|bets \d+|raises to \d+)", re.MULTILINE)
+_OPPONENT_ENTERS = re.compile(r"^ *The opponent (?:calls|bets|raises to) \d+", re.MULTILINE)
 _FLOP = re.compile(r"^ *Flop: ", re.MULTILINE)
 
 
-def parse_decision(text: str, hand_history: str = "") -> tuple[Decision, str] | None:
+def parse_decision(text: str, hand_history: str = "", match_history: str | None = None) -> tuple[Decision, str] | None:
     """The decision the last view in ``text`` shows and the name of its bet action (``"bet"`` or ``"raise"``).
 
-    ``hand_history`` is the text of this hand so far, from which the opponent's bets and raises are counted.
-    None when ``text`` shows no decision.
+    ``hand_history`` is the text of this hand so far, from which the opponent's bets and raises are counted;
+    ``match_history`` the text of the whole match so far (``hand_history`` when not given), from which its decisions
+    and bets or raises over the match are. None when ``text`` shows no decision.
     """
     headers = list(_HEADER.finditer(text))
     if not headers:
@@ -43,6 +48,8 @@ def parse_decision(text: str, hand_history: str = "") -> tuple[Decision, str] | 
     board_text = found["board"].group(1)
     raise_range = _RANGE.search(view)
     flop = _FLOP.search(hand_history)
+    preflop = hand_history[:flop.start()] if flop else hand_history
+    whole = hand_history if match_history is None else match_history
     try:
         board = () if board_text.startswith("(") else parse_cards(board_text)
         decision = Decision(
@@ -60,6 +67,9 @@ def parse_decision(text: str, hand_history: str = "") -> tuple[Decision, str] | 
             opponent_aggression=len(_OPPONENT_AGGRESSION.findall(hand_history)),
             opponent_postflop_aggression=len(_OPPONENT_AGGRESSION.findall(hand_history[flop.start():]))
             if flop else 0,
+            opponent_entered=bool(_OPPONENT_ENTERS.search(preflop)),
+            opponent_decisions=len(_OPPONENT_DECISION.findall(whole)),
+            opponent_raises=len(_OPPONENT_AGGRESSION.findall(whole)),
         )
     except ValueError:
         return None
@@ -78,8 +88,12 @@ def _current_hand(outputs: list[str]) -> str:
     return joined[starts[-1]:] if starts else joined
 
 
+_PLAYER = StrongBot()
+
+
 class EquityPlayer(ReferenceAgent):
-    """Bets and raises for value, calls when its equity beats the pot odds, otherwise checks or folds."""
+    """Bets and raises for value, calls when its equity against the opponent's likely range beats the pot odds,
+    otherwise checks or folds (the strong bot's rule, fed from the text)."""
 
     name: ClassVar[str] = "equity_player"
     generators: ClassVar[tuple[str, ...]] = ("heads_up",)
@@ -91,11 +105,11 @@ class EquityPlayer(ReferenceAgent):
             for line in output.splitlines():
                 if line.startswith(MATCH_OVER + ":"):
                     return {"role": "assistant", "content": f"Result: {line}"}
-        parsed = parse_decision(outputs[-1], _current_hand(outputs)) if outputs else None
+        parsed = parse_decision(outputs[-1], _current_hand(outputs), "\n".join(outputs)) if outputs else None
         if parsed is None:
             return tool_call_message(messages, ("table", {}))
         decision, bet_name = parsed
-        kind, amount = pot_odds_action(decision, rng)
+        kind, amount = _PLAYER.decide(decision, rng)
         if kind == "raise":
             return tool_call_message(messages, ("act", {"action": bet_name, "amount": amount}))
         if kind == "fold":

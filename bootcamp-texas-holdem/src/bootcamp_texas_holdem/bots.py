@@ -19,6 +19,8 @@ __all__ = [
     "BOTS",
     "POSTFLOP_SAMPLES",
     "STYLES",
+    "AdaptiveBot",
+    "AggressiveAdaptiveBot",
     "Bot",
     "Decision",
     "LooseAggressiveBot",
@@ -54,6 +56,14 @@ class Decision:
     opponent_aggression: int = 0  # bets and raises by the opponent in this hand (blinds excluded)
     opponent_postflop_aggression: int = 0  # those of them after the flop
     opponent_entered: bool = False  # the opponent put chips in before the flop by choice (a call or a raise)
+    opponent_decisions: int = 0  # the opponent's decisions over the match so far (this hand included)
+    opponent_raises: int = 0  # how many of them were bets or raises
+
+    @property
+    def opponent_raise_rate(self) -> float:
+        """The share of the opponent's decisions this match that were bets or raises, shrunk towards 0.25 (a
+        prior worth 8 decisions) so that a few hands do not swing it."""
+        return (self.opponent_raises + 2.0) / (self.opponent_decisions + 8.0)
 
     @property
     def street(self) -> int:
@@ -229,8 +239,75 @@ class StrongBot(Bot):
         return _fold_or_check(decision)
 
 
+class AdaptiveBot(Bot):
+    """Equity-aware with mixed frequencies: it weighs its equity against the range the opponent's betting suggests,
+    re-raises strong hands, bluffs now and then, and reads the opponent's betting over the whole match, so it calls
+    down lighter against an opponent who bets or raises all the time.
+
+    Subclasses tune the frequencies; every choice is drawn from the rng passed in.
+    """
+
+    style = "adaptive"
+    description = (
+        "an adaptive equity bot: it weighs its equity against the range your betting suggests, mixes raises, calls "
+        "and folds, re-raises strong hands, bluffs sometimes and calls down lighter if you bet or raise a lot"
+    )
+    #: Pre-flop equity floor of a normal opponent's range after 0, 1, 2, 3+ bets or raises in the hand (it reads the
+    #: range loosely: it never assumes a made hand after the flop, so it pays off value bets).
+    range_floors: ClassVar[tuple[float, ...]] = (0.0, 0.3, 0.38, 0.45)
+    open_equity = 0.5  # raise first in from here (a share of the time below value_equity)
+    open_rate = 0.8
+    value_equity = 0.64  # bet or raise for value from here
+    reraise_equity = 0.72  # re-raise a raise from here
+    call_margin = -0.08  # it calls light: a price for the chance the bet is a bluff
+    bluff_rate = 0.12  # bet a weak hand when checked to
+    #: Raise rate of the opponent above which its bets say less and less about its cards (fully nothing at +0.3).
+    maniac_rate = 0.35
+
+    def _discount(self, decision: Decision) -> float:
+        """1 against an opponent who bets like a normal player, falling to 0 against one who always bets."""
+        excess = (decision.opponent_raise_rate - self.maniac_rate) / 0.3
+        return 1.0 - min(1.0, max(0.0, excess))
+
+    def decide(self, decision: Decision, rng: random.Random) -> Action:
+        weight = self._discount(decision)
+        floor = weight * self.range_floors[min(decision.opponent_aggression, len(self.range_floors) - 1)]
+        hand_equity = _equity(decision, rng, floor)
+        if not decision.to_call:  # first in, or checked to
+            if hand_equity >= self.value_equity:
+                return _raise_or_call(decision, rng.choice((0.5, 0.75, 1.0)))
+            if not decision.board and hand_equity >= self.open_equity and rng.random() < self.open_rate:
+                return _raise_or_call(decision, 0.75)
+            if rng.random() < self.bluff_rate:
+                return _raise_or_call(decision, 0.6)
+            return ("check_call", None)
+        unraised = not decision.board and decision.opponent_aggression == 0
+        if hand_equity >= self.reraise_equity or (hand_equity >= self.value_equity and rng.random() < 0.5):
+            return _raise_or_call(decision, rng.choice((0.8, 1.0)))
+        if unraised and hand_equity >= self.open_equity and rng.random() < self.open_rate:
+            return _raise_or_call(decision, 0.75)
+        if hand_equity >= decision.pot_odds + self.call_margin:
+            return ("check_call", None)
+        return _fold_or_check(decision)
+
+
+class AggressiveAdaptiveBot(AdaptiveBot):
+    """The adaptive bot, looser and more aggressive: it opens wider, bets bigger and bluffs twice as often."""
+
+    style = "adaptive_aggressive"
+    description = (
+        "an aggressive adaptive equity bot: it plays many hands, bets and bluffs often, re-raises strong hands "
+        "and calls down lighter if you bet or raise a lot"
+    )
+    open_equity = 0.42
+    open_rate = 1.0
+    value_equity = 0.6
+    bluff_rate = 0.25
+
+
 BOTS: dict[str, type[Bot]] = {
-    cls.style: cls for cls in (RandomBot, LooseAggressiveBot, TightPassiveBot, StrongBot)
+    cls.style: cls for cls in (RandomBot, LooseAggressiveBot, TightPassiveBot, StrongBot, AdaptiveBot,
+                               AggressiveAdaptiveBot)
 }
 #: Style name -> the description a prompt shows when the task reveals the opponent.
 STYLES: dict[str, str] = {style: cls.description for style, cls in BOTS.items()}

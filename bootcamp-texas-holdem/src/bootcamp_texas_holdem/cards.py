@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from itertools import combinations, combinations_with_replacement
 
@@ -160,6 +160,18 @@ def preflop_equity(first: int, second: int) -> float:
     return preflop_table()[hand_class(first, second)]
 
 
+@lru_cache(maxsize=2048)
+def _range(board: tuple[int, ...], floor: float, made: int) -> tuple[tuple[int, int], ...]:
+    """The holdings off ``board`` whose pre-flop equity is at least ``floor`` and that make at least strength
+    ``made`` with it, in deck order (both players of a hand ask for the same ranges on a street)."""
+    table = preflop_table()
+    dead = set(board)
+    return tuple(
+        pair for pair in combinations([card for card in range(52) if card not in dead], 2)
+        if table[hand_class(*pair)] >= floor and (not made or strength([*pair, *board]) >= made)
+    )
+
+
 def equity(
     hole: Sequence[int],
     board: Sequence[int],
@@ -183,12 +195,10 @@ def equity(
     known = strength(hole + board) if missing == 0 else None
     holdings = None
     if opponent_floor > 0 or (opponent_made and board):
-        table = preflop_table()
         made = LABEL_FLOORS[opponent_made] if opponent_made and board else 0
-        holdings = [
-            pair for pair in combinations(live, 2)
-            if table[hand_class(*pair)] >= opponent_floor and (not made or strength([*pair, *board]) >= made)
-        ] or None
+        mine_cards = set(hole)
+        holdings = [pair for pair in _range(tuple(board), opponent_floor, made)
+                    if pair[0] not in mine_cards and pair[1] not in mine_cards] or None
     won = 0.0
     for _ in range(samples):
         if holdings is None:

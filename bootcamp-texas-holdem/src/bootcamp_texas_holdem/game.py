@@ -214,6 +214,8 @@ class Match:
         self.hand: _Hand | None = None
         self.pending: list[str] = []  # what happened since the last report
         self._par_chips: int | None = None
+        # decisions and bets or raises over the match, of the hero and of the bot (the bots read the other's)
+        self.tendencies: dict[str, list[int]] = {"hero": [0, 0], "bot": [0, 0]}
         with _global_random_kept():
             self._start_hand()
             self._advance()
@@ -432,6 +434,8 @@ class Match:
             opponent_aggression=hand.aggression[1 - player],
             opponent_postflop_aggression=hand.postflop_aggression[1 - player],
             opponent_entered=hand.entered[1 - player],
+            opponent_decisions=self.tendencies["bot" if player == hand.hero else "hero"][0],
+            opponent_raises=self.tendencies["bot" if player == hand.hero else "hero"][1],
         )
 
     def _play(self, player: int, move: tuple[str, int | None]) -> None:
@@ -440,6 +444,7 @@ class Match:
         state = hand.state
         kind, amount = move
         you = player == hand.hero
+        counts = self.tendencies["hero" if you else "bot"]
         who, s = ("You", "") if you else ("The opponent", "s")
         if kind == "raise":
             if isinstance(amount, bool) or not isinstance(amount, int) or not state.can_complete_bet_or_raise_to(amount):
@@ -447,6 +452,7 @@ class Match:
             all_in = amount == state.bets[player] + state.stacks[player]
             verb = f"raise{s} to" if hand.street_has_bet else f"bet{s}"
             state.complete_bet_or_raise_to(amount)
+            counts[1] += 1
             hand.street_has_bet = True
             hand.aggression[player] += 1
             if hand.board:
@@ -469,6 +475,7 @@ class Match:
             self._log(f"{who} call{s} {cost}{' (all-in)' if all_in else ''}." if cost else f"{who} check{s}.")
         else:
             raise IllegalAction(f"unknown move {kind!r}")
+        counts[0] += 1
         self._log_operations()
 
     def _log(self, line: str) -> None:

@@ -12,12 +12,13 @@ from bootcamp_texas_holdem.game import MATCH_OVER, MatchSettings
 __all__ = ["HeadsUpGenerator"]
 
 DEFAULTS: dict[str, Any] = {
-    "hands": 10,
+    "hands": 40,
     "duplicate": False,
+    "mirror_seats": False,
     "small_blind": 50,
     "big_blind": 100,
-    "starting_stack": 20_000,
-    "opponents": {style: 1 for style in STYLES},
+    "starting_stack": 10_000,
+    "opponents": {"adaptive": 1, "adaptive_aggressive": 1},
     "par": "strong",
     "reveal_opponent": True,
     "score_scale_bb_per_hand": 5,
@@ -56,9 +57,11 @@ class HeadsUpGenerator(TaskGenerator):
     tools: ClassVar[tuple[str, ...]] = ("table", "act")
     interaction: ClassVar[str | None] = "table_feedback"
     reward: ClassVar[str] = "chips"
-    #: A 10-hand match takes about 15 to 55 assistant turns, one tool call each: the limits `bootcamp eval`,
+    #: A 40-hand match takes about 60 to 220 assistant turns, one tool call each: the limits `bootcamp eval`,
     #: `bootcamp demo` and the verl export use unless the user sets their own.
-    limits: ClassVar[dict[str, int]] = {"max_assistant_turns": 200, "max_user_turns": 400}
+    limits: ClassVar[dict[str, int]] = {"max_assistant_turns": 800, "max_user_turns": 1600}
+    #: The deal seed: whoever knows it knows every card.
+    hidden_fields: ClassVar[tuple[str, ...]] = ("seed",)
 
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
@@ -78,7 +81,14 @@ class HeadsUpGenerator(TaskGenerator):
             raise ConfigError(f"duplicate must be true or false, got {settings['duplicate']!r}", field="duplicate")
         # Duplicate for a model is duplicate *scoring*: mirroring the seats within its own match would show it the
         # opponent's cards of the previous hand. The par plays the same deals from the model's seat, unseen.
-        self.template["duplicate"] = False
+        # ``mirror_seats`` is that mirrored format, for scripted players and bots, which remember no cards: each deal is
+        # played from both seats of the match itself, which cancels the luck of the cards without a par's own luck.
+        if not isinstance(settings["mirror_seats"], bool):
+            raise ConfigError(f"mirror_seats must be true or false, got {settings['mirror_seats']!r}",
+                              field="mirror_seats")
+        if settings["mirror_seats"] and settings["hands"] % 2:
+            raise ConfigError(f"mirror_seats needs an even number of hands, got {settings['hands']!r}", field="hands")
+        self.template["duplicate"] = settings["mirror_seats"]
         self.template["par"] = settings["par"] if settings["duplicate"] else None
         try:  # every rule of a match is checked once here, so a bad group fails before generation starts
             MatchSettings.from_identity({**self.template, "seed": 0, "opponent": self.opponents[0][0]})

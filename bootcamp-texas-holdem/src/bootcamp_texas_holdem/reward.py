@@ -14,13 +14,23 @@ SCORING_TOOLS = ("act", "table")
 
 
 def score_from_tools(tool_scores: Any) -> float:
-    """The match score in ``tool_scores`` (``Tool.name`` -> ``calc_reward``), clamped to [0, 1]; 0 when absent."""
+    """The match score in ``tool_scores`` (``Tool.name`` -> ``calc_reward``), clamped to [0, 1]; 0 when absent.
+
+    Only a finite real number counts: anything else (a string, NaN, infinity, an integer too large for a float) is
+    skipped, and never raises.
+    """
     if not isinstance(tool_scores, dict):
         return 0.0
     for name in SCORING_TOOLS:
         value = tool_scores.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return min(1.0, max(0.0, float(value)))
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond a float's range
+            continue
+        if math.isfinite(number):
+            return min(1.0, max(0.0, number))
     return 0.0
 
 
@@ -37,15 +47,11 @@ class ChipsReward(Reward):
     #: every score_scale up to 500,000.
     solved_threshold: ClassVar[float] = 0.500001
 
-    def extract_output(self, output: str) -> str | None:
-        """The final message, stripped (informative only: the score comes from the tools)."""
-        text = output.strip() if isinstance(output, str) else ""
-        return text or None
+    def extract_output(self, output: str) -> str:
+        """The final message, stripped, ``""`` when there is none: the score comes from the tools, so a match
+        played without a final answer still scores (the base class's ``verify_score`` guard runs either way)."""
+        return output.strip() if isinstance(output, str) else ""
 
     def verify_correction(self, extracted: Any, identity: dict, **kwargs: Any) -> float:
         """The match score from ``tool_scores``."""
-        return score_from_tools(kwargs.get("tool_scores"))
-
-    def verify_score(self, output: str, identity: dict, **kwargs: Any) -> float:
-        """The match score from ``tool_scores``, with or without a final answer; never raises."""
         return score_from_tools(kwargs.get("tool_scores"))
