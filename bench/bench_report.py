@@ -16,10 +16,7 @@ words drawn with natural-language (Zipf) frequencies. Run: ``python bench/bench_
 from __future__ import annotations
 
 import argparse
-import itertools
-import json
 import os
-import random
 import shutil
 import tempfile
 import time
@@ -27,37 +24,12 @@ from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-ZIPF = list(itertools.accumulate(1 / rank for rank in range(1, 3001)))
-
-
-def synthetic_line(index: int, rng: random.Random, words: list[str], turns: int = 40) -> dict:
-    def text(count: int) -> str:
-        return " ".join(rng.choices(words, cum_weights=ZIPF, k=count))
-
-    messages: list[dict] = [{"role": "system", "content": "You are a careful agent."},
-                            {"role": "user", "content": f"Task {index}: " + text(60)}]
-    calls = []
-    for turn in range(turns):
-        call = {"id": f"c{turn}", "name": "search", "arguments": json.dumps({"query": text(6)}),
-                "output": text(25), "step_reward": 0.0, "error": None}
-        calls.append(call)
-        messages.append({"role": "assistant", "content": text(30), "tool_calls": [
-            {"id": call["id"], "type": "function", "function": {"name": "search", "arguments": call["arguments"]}}]})
-        messages.append({"role": "tool", "tool_call_id": call["id"], "name": "search", "content": call["output"]})
-    score = rng.choice([0.0, 0.25, 1.0])
-    return {"id": f"rec{index:05d}:0", "repeat": 0, "data_source": f"bootcamp/s{index % 3}",
-            "generator": f"s{index % 3}/gen", "score": score, "solved": score >= 1, "success": True,
-            "finish_reason": rng.choice(["terminated", "max_turns"]), "reached_max_turns": False,
-            "turn_record": {"assistant_turns": turns, "tool_calls": turns}, "messages": messages,
-            "tool_calls": calls, "extracted_output": text(1), "ground_truth": {"answer": "x"},
-            "token_usage": {"total_tokens": 1000}}
 
 
 def write_results(path: Path, count: int) -> None:
-    rng = random.Random(7)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(3000)]
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.writelines(json.dumps(synthetic_line(index, rng, words)) + "\n" for index in range(count))
+    from bootcamp_core.testing import write_synthetic_results
+
+    write_synthetic_results(path, count)
 
 
 def browser():

@@ -7,10 +7,8 @@ system's (Debian's ``chromium`` and ``chromium-driver``): Selenium is given both
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import random
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 from bootcamp_core.cli.main import main
 from bootcamp_core.data.generate import config_for_bootcamp, generate
 from bootcamp_core.evaluate.report import build_report
+from bootcamp_core.testing import write_synthetic_results
 from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer, first_user_text
 
 CHROMIUM = os.environ.get("BOOTCAMP_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -200,41 +199,9 @@ def test_a_failing_score_never_shows_as_a_passing_number(browser, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ 10,000 episodes
-#: Word frequencies as in natural language (Zipf's law: the n-th most frequent word is n times rarer than the first)
-ZIPF = list(itertools.accumulate(1 / rank for rank in range(1, 3001)))
-
-
-def synthetic_line(index: int, rng: random.Random, words: list[str], turns: int = 40) -> dict:
-    """An episode of ``turns`` assistant turns, each a tool call and its output, in varied text."""
-
-    def text(count: int) -> str:
-        return " ".join(rng.choices(words, cum_weights=ZIPF, k=count))
-
-    messages: list[dict] = [{"role": "system", "content": "You are a careful agent."},
-                            {"role": "user", "content": f"Task {index}: " + text(60)}]
-    calls = []
-    for turn in range(turns):
-        call = {"id": f"c{turn}", "name": "search", "arguments": json.dumps({"query": text(6)}),
-                "output": text(25), "step_reward": 0.0, "error": None}
-        calls.append(call)
-        messages.append({"role": "assistant", "content": text(30), "tool_calls": [
-            {"id": call["id"], "type": "function", "function": {"name": "search", "arguments": call["arguments"]}}]})
-        messages.append({"role": "tool", "tool_call_id": call["id"], "name": "search", "content": call["output"]})
-    score = rng.choice([0.0, 0.25, 1.0])
-    return {"id": f"rec{index:05d}:0", "repeat": 0, "data_source": f"bootcamp/s{index % 3}",
-            "generator": f"s{index % 3}/gen", "score": score, "solved": score >= 1, "success": True,
-            "error_type": None, "error_kind": None, "finish_reason": rng.choice(["terminated", "max_turns"]),
-            "reached_max_turns": False, "turn_record": {"assistant_turns": turns, "tool_calls": turns},
-            "messages": messages, "tool_calls": calls, "extracted_output": text(1), "ground_truth": {"answer": "x"},
-            "hidden_fields": ["answer"], "token_usage": {"total_tokens": 1000}}
-
-
 def test_ten_thousand_episodes_of_forty_turns_open_and_filter(browser, tmp_path):
-    rng = random.Random(7)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(3000)]
     results = tmp_path / "results.jsonl"
-    with open(results, "w", encoding="utf-8") as handle:
-        handle.writelines(json.dumps(synthetic_line(index, rng, words)) + "\n" for index in range(10_000))
+    write_synthetic_results(results, 10_000)  # 40 turns each
     built = build_report(results)
     assert built.episodes == 10_000 and built.report_path.stat().st_size < 100 * 1024 * 1024
     open_report(browser, built.report_path, "rec04242:0")

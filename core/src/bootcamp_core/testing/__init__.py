@@ -41,6 +41,8 @@ _WHERE = {
     "play_episodes": "helpers",
     "reset_registry": "helpers",
     "scripted_policy": "helpers",
+    "synthetic_result_line": "synthetic",
+    "write_synthetic_results": "synthetic",
     "Reply": "chat_server",
     "ScriptedChatServer": "chat_server",
 }
