@@ -12,23 +12,25 @@ from bootcamp_financial_prediction.items import ITEM_KEYS, LINE_ITEMS, RATIOS
 
 PREVIOUS = {
     "revenue": 1000, "cost_of_sales": 600, "gross_profit": 400, "operating_expenses": 200, "depreciation": 50,
-    "interest_expense": 10, "income_tax": 35, "net_income": 105, "cash": 100, "accounts_receivable": 150,
-    "inventory": 80, "fixed_assets": 500, "total_assets": 830, "accounts_payable": 70, "debt": 200,
-    "share_capital": 300, "retained_earnings": 260, "operating_cash_flow": 120, "investing_cash_flow": -60,
-    "financing_cash_flow": -40, "dividends_paid": 30,
+    "amortisation": 5, "interest_expense": 10, "income_tax": 35, "net_income": 100, "cash": 100,
+    "accounts_receivable": 150, "inventory": 80, "fixed_assets": 500, "intangible_assets": 60, "total_assets": 890,
+    "accounts_payable": 70, "accrued_expenses": 40, "short_term_debt": 50, "debt": 200, "share_capital": 300,
+    "retained_earnings": 230, "change_in_working_capital": -35, "operating_cash_flow": 120,
+    "investing_cash_flow": -60, "financing_cash_flow": -40, "dividends_paid": 30,
 }
 # One year on from PREVIOUS, consistent by construction (worked by hand).
 YEAR = {
     "revenue": 1100, "cost_of_sales": 660, "gross_profit": 440, "operating_expenses": 210, "depreciation": 50,
-    "interest_expense": 12, "income_tax": 42, "net_income": 126, "cash": 120, "accounts_receivable": 160,
-    "inventory": 90, "fixed_assets": 520, "total_assets": 890, "accounts_payable": 75, "debt": 180,
-    "share_capital": 300, "retained_earnings": 335, "operating_cash_flow": 161, "investing_cash_flow": -70,
-    "financing_cash_flow": -71, "dividends_paid": 51,
+    "amortisation": 6, "interest_expense": 12, "income_tax": 42, "net_income": 120, "cash": 115,
+    "accounts_receivable": 160, "inventory": 90, "fixed_assets": 520, "intangible_assets": 54, "total_assets": 939,
+    "accounts_payable": 75, "accrued_expenses": 45, "short_term_debt": 40, "debt": 180, "share_capital": 300,
+    "retained_earnings": 299, "change_in_working_capital": -10, "operating_cash_flow": 166,
+    "investing_cash_flow": -70, "financing_cash_flow": -81, "dividends_paid": 51,
 }
 
 
 def test_the_item_and_ratio_catalogues() -> None:
-    assert len(LINE_ITEMS) == 21 and len(set(ITEM_KEYS)) == 21
+    assert len(LINE_ITEMS) == 26 and len(set(ITEM_KEYS)) == 26
     assert all(item.english and item.chinese and item.statement for item in LINE_ITEMS)
     assert len(RATIOS) == 15 and len({ratio.key for ratio in RATIOS}) == 15
     assert all(any("\u4e00" <= char <= "\u9fff" for char in item.chinese) for item in LINE_ITEMS)
@@ -72,7 +74,7 @@ def test_negative_amounts_that_must_be_positive_fail() -> None:
 
 
 def test_cross_year_identities_are_skipped_without_a_previous_year() -> None:
-    broken = {**YEAR, "retained_earnings": 0, "total_assets": 555}
+    broken = {**YEAR, "retained_earnings": 0, "total_assets": 640}
     assert {failure.name for failure in check_statements(broken, None, 1.0)} == {"total_assets"}
 
 
@@ -81,19 +83,20 @@ def test_ratios_of_a_normal_year() -> None:
     assert notes == {}
     assert values["revenue_growth"] == pytest.approx(0.1)
     assert values["gross_margin"] == pytest.approx(0.4)
-    assert values["operating_margin"] == pytest.approx(180 / 1100, rel=1e-5)
-    assert values["net_margin"] == pytest.approx(126 / 1100, rel=1e-5)
-    assert values["return_on_assets"] == pytest.approx(126 / 890, rel=1e-5)
-    assert values["return_on_equity"] == pytest.approx(126 / 635, rel=1e-5)
-    assert values["current_ratio"] == pytest.approx(370 / 75, rel=1e-5)
-    assert values["debt_to_equity"] == pytest.approx(180 / 635, rel=1e-5)
-    assert values["liabilities_to_assets"] == pytest.approx(255 / 890, rel=1e-5)
-    assert values["interest_coverage"] == pytest.approx(15.0)
-    assert values["asset_turnover"] == pytest.approx(1100 / 890, rel=1e-5)
+    assert values["operating_margin"] == pytest.approx(174 / 1100, rel=1e-5)
+    assert values["net_margin"] == pytest.approx(120 / 1100, rel=1e-5)
+    assert values["return_on_assets"] == pytest.approx(120 / 939, rel=1e-5)
+    assert values["return_on_equity"] == pytest.approx(120 / 599, rel=1e-5)
+    # current liabilities: payables, accruals and short-term borrowings
+    assert values["current_ratio"] == pytest.approx(365 / 160, rel=1e-5)
+    assert values["debt_to_equity"] == pytest.approx(220 / 599, rel=1e-5)
+    assert values["liabilities_to_assets"] == pytest.approx(340 / 939, rel=1e-5)
+    assert values["interest_coverage"] == pytest.approx(14.5)
+    assert values["asset_turnover"] == pytest.approx(1100 / 939, rel=1e-5)
     assert values["receivable_days"] == pytest.approx(160 / 1100 * 365, rel=1e-5)
     assert values["inventory_days"] == pytest.approx(90 / 660 * 365, rel=1e-5)
     assert values["payable_days"] == pytest.approx(75 / 660 * 365, rel=1e-5)
-    assert values["payout_ratio"] == pytest.approx(51 / 126, rel=1e-5)
+    assert values["payout_ratio"] == pytest.approx(51 / 120, rel=1e-5)
 
 
 def test_zero_denominators_give_null_with_a_reason_never_inf_or_nan() -> None:
@@ -106,7 +109,7 @@ def test_zero_denominators_give_null_with_a_reason_never_inf_or_nan() -> None:
     assert "interest" in notes["interest_coverage"] and "revenue" in notes["gross_margin"]
     json.dumps(values, allow_nan=False)
     # a debt-free year: only the coverage is undefined, leverage is a legitimate 0
-    debt_free = {**YEAR, "interest_expense": 0, "debt": 0}
+    debt_free = {**YEAR, "interest_expense": 0, "short_term_debt": 0, "debt": 0}
     values, notes = ratios(debt_free, PREVIOUS)
     assert values["interest_coverage"] is None and list(notes) == ["interest_coverage"]
     assert values["debt_to_equity"] == 0.0

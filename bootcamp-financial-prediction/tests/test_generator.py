@@ -33,14 +33,15 @@ def test_identity_holds_drivers_visible_years_and_the_hidden_year() -> None:
         assert list(hidden["statements"]) == list(ITEM_KEYS)
         assert len(hidden["drivers"]) == 5 and set(hidden["scales"]) == set(ITEM_KEYS)
         assert set(identity["policies"]) == {
-            "depreciation_rate", "interest_rate", "tax_rate", "payout_ratio", "minimum_cash_ratio"
+            "depreciation_rate", "amortisation_rate", "interest_rate", "short_term_interest_rate",
+            "long_term_repayment_rate", "tax_rate", "payout_ratio", "minimum_cash_ratio",
         }
 
 
 def test_prompt_shows_the_visible_years_as_a_bilingual_table(identity: dict) -> None:
     prompt = ForecastGenerator().prompt_func(identity, random.Random(0))
     rows = [line for line in prompt.splitlines() if re.match(r"\| .* \| `\w+` \|", line)]
-    assert len(rows) == 21
+    assert len(rows) == 26
     for item, row in zip(LINE_ITEMS, rows):
         assert item.english in row and item.chinese in row and f"`{item.key}`" in row
         cells = [cell.strip() for cell in row.split("|")[3:-1]]
@@ -62,7 +63,11 @@ def test_prompt_states_policies_and_outlook(make_identity: Callable[..., dict]) 
     assert f"{low:.2f} to {high:.2f} days" in prompt
     assert f"(announced): {outlook['capital_expenditure'][0]:,}" in prompt
     assert f"raises {outlook['share_issue']:,}" in prompt
-    assert f"{identity['policies']['interest_rate'] * 100:.1f}% of the previous year-end borrowings" in prompt
+    policies = identity["policies"]
+    assert (f"{policies['short_term_interest_rate'] * 100:.1f}% of the previous year-end short-term borrowings plus "
+            f"{policies['interest_rate'] * 100:.1f}% of the previous year-end long-term borrowings") in prompt
+    assert f"{policies['amortisation_rate'] * 100:.1f}% of the previous year-end net intangible assets" in prompt
+    assert f"{policies['long_term_repayment_rate'] * 100:.1f}% of the previous year-end balance is repaid" in prompt
     assert "No guidance" not in prompt
 
 
@@ -95,7 +100,7 @@ def test_the_hidden_part_never_reaches_the_prompt(make_identity: Callable[..., d
 @pytest.mark.parametrize(
     ("config", "guided", "exact_capex"),
     [
-        (LEVELS["full_guidance"]["config"], 6, True),
+        (LEVELS["full_guidance"]["config"], 7, True),
         (LEVELS["standard"]["config"], 2, True),
         (LEVELS["sparse_guidance"]["config"], 1, False),
         ({"guidance": []}, 0, True),
@@ -108,12 +113,12 @@ def test_difficulty_sets_how_much_guidance_is_given(
         identity = make_identity(seed, **config)
         outlook = identity["outlook"]
         ranges = [key for key in ("revenue_growth", "gross_margin", "operating_expense_growth", "receivable_days",
-                                  "inventory_days", "payable_days") if outlook[key] is not None]
+                                  "inventory_days", "payable_days", "accrued_days") if outlook[key] is not None]
         assert len(ranges) == guided
         low, high = outlook["capital_expenditure"]
         assert (low == high) is exact_capex
         prompt = ForecastGenerator(**config).prompt_func(identity, random.Random(0))
-        assert ("No guidance on" in prompt) is (guided < 6)
+        assert ("No guidance on" in prompt) is (guided < 7)
 
 
 def test_the_hidden_drivers_lie_inside_the_guidance(make_identity: Callable[..., dict]) -> None:
@@ -121,7 +126,8 @@ def test_the_hidden_drivers_lie_inside_the_guidance(make_identity: Callable[...,
         identity = make_identity(seed, capex_announcement="range", guidance_width=0.5)
         drivers = identity["hidden"]["drivers"][-1]
         outlook = identity["outlook"]
-        for driver in ("revenue_growth", "gross_margin", "operating_expense_growth", "receivable_days"):
+        for driver in ("revenue_growth", "gross_margin", "operating_expense_growth", "receivable_days",
+                       "accrued_days"):
             low, high = outlook[driver]
             assert low <= drivers[driver] <= high, (seed, driver)
         low, high = outlook["capital_expenditure"]
@@ -134,7 +140,8 @@ def test_noise_and_guidance_width_widen_the_uncertainty(make_identity: Callable[
         return sum(make_identity(seed, **config)["hidden"]["scales"]["revenue"] /
                    make_identity(seed, **config)["statements"][-1]["revenue"] for seed in range(10))
 
-    assert spread(noise=2.0) > spread(noise=0.5)
+    # noise widens what the history cannot tell: unguided revenue growth
+    assert spread(noise=2.0, guidance=[]) > spread(noise=0.5, guidance=[])
     assert spread(guidance_width=2.0) > spread(guidance_width=0.5)
 
 
@@ -209,7 +216,8 @@ def test_guidance_brackets_the_outcome_off_centre_where_the_track_record_says(
         past = [_position(drivers[identity["years"].index(entry["year"])][driver], bounds)
                 for entry in history for driver, bounds in entry.items() if driver != "year"]
         assert all(0.0 <= position <= 1.0 for position in past)
-        for driver in ("revenue_growth", "gross_margin", "operating_expense_growth", "receivable_days"):
+        for driver in ("revenue_growth", "gross_margin", "operating_expense_growth", "receivable_days",
+                       "accrued_days"):
             position = _position(drivers[-1][driver], identity["outlook"][driver])
             assert 0.0 <= position <= 1.0, (seed, driver)
             off_centre.append(abs(position - 0.5) >= 0.1)

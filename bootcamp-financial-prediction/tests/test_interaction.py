@@ -23,7 +23,7 @@ def interaction(registry: Registry) -> ForecastFeedback:
 
 def test_missing_answer_asks_for_the_format(interaction: ForecastFeedback, identity: dict) -> None:
     results, score = converse(interaction, identity, "Revenue will grow about 8%.")
-    feedback = ("I could not find a forecast: no fenced JSON block with the line items. Give all 21 line items in "
+    feedback = ("I could not find a forecast: no fenced JSON block with the line items. Give all 26 line items in "
                 f"exactly this form:\n\n{ANSWER_FORMAT}")
     assert results == [(False, feedback, 0.0, {"attempts": 0, "unanswered": 1})]
     assert score == 0.0
@@ -56,13 +56,13 @@ def test_a_well_formed_answer_ends_the_episode_and_is_scored(interaction: Foreca
     results, score = converse(interaction, identity, "thinking...", format_answer(forecast))
     assert [result[0] for result in results] == [False, True]
     _, feedback, turn_score, extra = results[-1]
-    assert feedback == "Forecast received: all 21 line items read."
+    assert feedback == "Forecast received: all 26 line items read."
     assert turn_score == score == pytest.approx(score_forecast(forecast, identity).score)
     assert extra == {"attempts": 1}
     # a well-formed but inconsistent forecast also ends the episode (it is scored 0, without saying why)
     copied = format_answer(identity["statements"][-1])
     results, score = converse(interaction, identity, copied)
-    assert results[0][:3] == (True, "Forecast received: all 21 line items read.", 0.0) and score == 0.0
+    assert results[0][:3] == (True, "Forecast received: all 26 line items read.", 0.0) and score == 0.0
 
 
 def test_feedback_never_carries_the_hidden_year(interaction: ForecastFeedback, identity: dict) -> None:
@@ -97,7 +97,7 @@ def test_judges_the_last_assistant_message_and_content_parts(interaction: Foreca
         await interaction.finalize_interaction(instance_id)
         return response
 
-    assert asyncio.run(episode())[:3] == (True, "Forecast received: all 21 line items read.", 1.0)
+    assert asyncio.run(episode())[:3] == (True, "Forecast received: all 26 line items read.", 1.0)
 
 
 def test_an_identity_without_a_hidden_year_scores_zero(interaction: ForecastFeedback, identity: dict) -> None:

@@ -35,6 +35,7 @@ def consistent_without_change(identity: dict) -> dict[str, int]:
         "receivable_days": last["accounts_receivable"] / last["revenue"] * 365,
         "inventory_days": last["inventory"] / last["cost_of_sales"] * 365,
         "payable_days": last["accounts_payable"] / last["cost_of_sales"] * 365,
+        "accrued_days": last["accrued_expenses"] / last["operating_expenses"] * 365,
         "capital_expenditure": -last["investing_cash_flow"], "share_issue": 0,
     }
     return next_year(last, drivers, identity["policies"])
@@ -104,7 +105,7 @@ def test_the_formula(identity: dict) -> None:
     z = [(forecast[key] - hidden[key]) / (sigmas * scales[key]) for key in ITEM_KEYS]
     assert score.items == pytest.approx({key: math.exp(-0.5 * value**2) for key, value in zip(ITEM_KEYS, z)})
     # the geometric mean of the item scores
-    assert score.accuracy == pytest.approx(math.exp(-0.5 * sum(value**2 for value in z) / 21))
+    assert score.accuracy == pytest.approx(math.exp(-0.5 * sum(value**2 for value in z) / len(ITEM_KEYS)))
     assert (score.gate, score.penalty, score.failures, score.breaches) == (1.0, 0.0, [], [])
     assert score.score == pytest.approx(score.accuracy)
     assert item_score(110, 100, 10, 1.0) == pytest.approx(math.exp(-0.5))
@@ -205,11 +206,16 @@ def test_idle_cash_while_borrowing_and_cash_below_the_minimum_are_breaches(make_
     hidden = identity["hidden"]["statements"]
     extra = hidden["debt"] // 2
     # borrow more than needed and hold it as cash: consistent, but against the cash policy
-    hoarding = {**hidden, "debt": hidden["debt"] + extra, "cash": hidden["cash"] + extra,
+    hoarding = {**hidden, "short_term_debt": hidden["short_term_debt"] + extra, "cash": hidden["cash"] + extra,
                 "total_assets": hidden["total_assets"] + extra,
                 "financing_cash_flow": hidden["financing_cash_flow"] + extra}
     score = score_forecast(hoarding, identity)
     assert score.gate == 1.0 and [breach.name for breach in score.breaches] == ["debt_repayment"]
+    # the same as new long-term borrowing also skips the scheduled repayment
+    long_term = {**hoarding, "short_term_debt": hidden["short_term_debt"], "debt": hidden["debt"] + extra}
+    score = score_forecast(long_term, identity)
+    assert score.gate == 1.0
+    assert [breach.name for breach in score.breaches] == ["scheduled_repayment", "debt_repayment"]
     short = {**hidden, "debt": hidden["debt"] - extra, "cash": hidden["cash"] - extra,
              "total_assets": hidden["total_assets"] - extra,
              "financing_cash_flow": hidden["financing_cash_flow"] - extra}
@@ -229,7 +235,7 @@ def test_a_broken_identity_scores_zero_without_crashing(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(factors=st.lists(st.floats(min_value=-3, max_value=3, allow_nan=False), min_size=21, max_size=21))
+@given(factors=st.lists(st.floats(min_value=-3, max_value=3, allow_nan=False), min_size=26, max_size=26))
 def test_scores_stay_in_range_for_any_numbers(reward: ForecastReward, identity: dict, factors: list[float]) -> None:
     hidden = identity["hidden"]["statements"]
     forecast = {key: round(hidden[key] * factor) for key, factor in zip(ITEM_KEYS, factors)}
@@ -242,7 +248,7 @@ def test_parse_answer_reports_what_is_wrong() -> None:
     assert parsed is not None and not parsed.complete
     assert parsed.values == {"revenue": 5.0}
     assert parsed.invalid == ("cash",) and parsed.unknown == ("colour",)
-    assert len(parsed.missing) == 19
+    assert len(parsed.missing) == 24
     assert parse_answer('```json\n{"revenue": 1e999}\n```').invalid == ("revenue",)
     assert parse_answer('```json\n{"revenue": -2e15, "cash": "1e15"}\n```').invalid == ("revenue",)
     assert parse_answer("[" * 5000) is None

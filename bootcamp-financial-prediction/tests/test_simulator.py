@@ -55,8 +55,14 @@ def test_years_follow_the_documented_formulas_from_the_stored_drivers(make_ident
             assert next_year(previous, drivers, policies) == year
             # spot checks of the module doc's formulas, written out independently
             assert year["revenue"] == round(previous["revenue"] * (1 + drivers["revenue_growth"]))
-            assert year["interest_expense"] == round(previous["debt"] * policies["interest_rate"])
+            assert year["interest_expense"] == round(previous["short_term_debt"] * policies["short_term_interest_rate"]
+                                                     + previous["debt"] * policies["interest_rate"])
             assert year["depreciation"] == round(previous["fixed_assets"] * policies["depreciation_rate"])
+            assert year["amortisation"] == round(previous["intangible_assets"] * policies["amortisation_rate"])
+            assert year["intangible_assets"] == previous["intangible_assets"] - year["amortisation"]
+            assert year["accrued_expenses"] == round(year["operating_expenses"] * drivers["accrued_days"] / 365)
+            assert year["operating_cash_flow"] == (year["net_income"] + year["depreciation"] + year["amortisation"]
+                                                   + year["change_in_working_capital"])
             assert year["dividends_paid"] == round(max(0, year["net_income"]) * policies["payout_ratio"])
             assert year["investing_cash_flow"] == -drivers["capital_expenditure"]
             assert year["share_capital"] - previous["share_capital"] == drivers["share_issue"]
@@ -64,28 +70,36 @@ def test_years_follow_the_documented_formulas_from_the_stored_drivers(make_ident
             assert year["income_tax"] == round(max(0, pre_tax) * policies["tax_rate"])
 
 
-def test_debt_is_the_financing_plug_with_a_minimum_cash_floor(make_identity: Callable[..., dict]) -> None:
-    seen = {"borrowed": 0, "repaid": 0, "debt_free": 0, "idle_cash": 0}
+def test_short_term_debt_is_the_financing_plug_with_a_minimum_cash_floor(make_identity: Callable[..., dict]) -> None:
+    seen = {"borrowed": 0, "repaid": 0, "debt_free": 0, "idle_cash": 0, "scheduled": 0, "both": 0}
     for seed in range(200):
         identity = make_identity(seed)
         years = all_years(identity)
         ratio = identity["policies"]["minimum_cash_ratio"]
+        scheduled_rate = identity["policies"]["long_term_repayment_rate"]
         for previous, year in itertools.pairwise(years[1:]):
             minimum = round(year["revenue"] * ratio)
+            borrowings = year["short_term_debt"] + year["debt"]
             assert year["cash"] >= minimum
-            assert year["debt"] >= 0
-            if year["debt"] > 0:
+            assert year["debt"] >= 0 and year["short_term_debt"] >= 0
+            if borrowings > 0:
                 assert year["cash"] == minimum  # no idle cash while borrowing
-            seen["borrowed"] += year["debt"] > previous["debt"]
-            seen["repaid"] += year["debt"] < previous["debt"]
-            seen["debt_free"] += year["debt"] == 0
+            # long-term borrowings only fall, at least by the scheduled repayment; new money is short-term
+            assert year["debt"] <= previous["debt"] - round(previous["debt"] * scheduled_rate)
+            if year["short_term_debt"] > previous["short_term_debt"]:
+                assert year["debt"] == previous["debt"] - round(previous["debt"] * scheduled_rate)
+            seen["borrowed"] += year["short_term_debt"] > previous["short_term_debt"]
+            seen["repaid"] += borrowings < previous["short_term_debt"] + previous["debt"]
+            seen["debt_free"] += borrowings == 0
             seen["idle_cash"] += year["cash"] > minimum
+            seen["scheduled"] += scheduled_rate > 0 and year["debt"] < previous["debt"]
+            seen["both"] += year["short_term_debt"] > 0 and year["debt"] > 0
     assert all(count > 20 for count in seen.values()), seen
 
 
 def test_legitimate_zeros_occur(make_identity: Callable[..., dict]) -> None:
     hidden = [make_identity(seed)["hidden"]["statements"] for seed in range(200)]
-    assert sum(year["debt"] == 0 and year["interest_expense"] == 0 for year in hidden) > 10
+    assert sum(year["debt"] == year["short_term_debt"] == year["interest_expense"] == 0 for year in hidden) > 10
     assert sum(year["dividends_paid"] == 0 for year in hidden) > 10
     assert sum(year["net_income"] < 0 and year["income_tax"] == 0 for year in hidden) >= 1
 
@@ -109,7 +123,8 @@ def test_predictability_is_positive_floored_deterministic_and_follows_the_inform
     assert all(value >= float(f"{floor:.3g}") for value in scales.values())
     assert scales == predictability(company, 5, 256)
     # items the policies and announcements fix have no spread beyond the floor
-    for key in ("depreciation", "interest_expense", "share_capital", "investing_cash_flow", "fixed_assets"):
+    for key in ("depreciation", "amortisation", "intangible_assets", "interest_expense", "share_capital",
+                "investing_cash_flow", "fixed_assets"):
         assert scales[key] == float(f"{floor:.3g}"), key
     assert scales["revenue"] > floor
     # less guidance, wider spread of revenue-driven items

@@ -95,7 +95,7 @@ def test_check_consistency_names_what_fails_and_by_how_much(consistency: CheckCo
     breaches = {entry["rule"].split(" (")[0]: entry["off_by"] for entry in spent["policy_and_outlook_breaches"]}
     assert breaches["capital expenditure"] == 800.0
     missing = json.loads(missing)
-    assert missing["consistent"] is False and len(missing["missing_items"]) == 20
+    assert missing["consistent"] is False and len(missing["missing_items"]) == 25
 
 
 def test_the_budget_is_per_episode_and_per_tool(consistency: CheckConsistencyTool, identity: dict) -> None:

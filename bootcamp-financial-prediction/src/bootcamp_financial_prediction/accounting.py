@@ -2,23 +2,30 @@
 satisfies, sign rules, and the 15 ratios.
 
 Sign conventions: expenses, balances and dividends are positive amounts; cash-flow subtotals carry their sign
-(``investing_cash_flow`` is negative when the company spends on fixed assets). Borrowings are long-term, so current
-liabilities are the accounts payable.
+(``investing_cash_flow`` is negative when the company spends on fixed assets; ``change_in_working_capital`` is
+positive when working capital releases cash). Current liabilities are the accounts payable, the accrued expenses and
+the short-term borrowings; ``debt`` is the long-term borrowings.
 
 Identities of one year (``prev`` is the year before):
 
-========================  ================================================================================
-``gross_profit``          gross_profit = revenue - cost_of_sales
-``net_income``            net_income = gross_profit - operating_expenses - depreciation - interest_expense - income_tax
-``total_assets``          total_assets = cash + accounts_receivable + inventory + fixed_assets
-``balance``               total_assets = accounts_payable + debt + share_capital + retained_earnings
-``retained_earnings``     retained_earnings = prev.retained_earnings + net_income - dividends_paid
-``fixed_assets``          fixed_assets = prev.fixed_assets - depreciation - investing_cash_flow
-``operating_cash_flow``   operating_cash_flow = net_income + depreciation - Δaccounts_receivable - Δinventory
-                          + Δaccounts_payable
-``financing_cash_flow``   financing_cash_flow = Δdebt + Δshare_capital - dividends_paid
-``cash``                  cash = prev.cash + operating_cash_flow + investing_cash_flow + financing_cash_flow
-========================  ================================================================================
+=============================  ===========================================================================
+``gross_profit``               gross_profit = revenue - cost_of_sales
+``net_income``                 net_income = gross_profit - operating_expenses - depreciation - amortisation
+                               - interest_expense - income_tax
+``total_assets``               total_assets = cash + accounts_receivable + inventory + fixed_assets
+                               + intangible_assets
+``balance``                    total_assets = accounts_payable + accrued_expenses + short_term_debt + debt
+                               + share_capital + retained_earnings
+``retained_earnings``          retained_earnings = prev.retained_earnings + net_income - dividends_paid
+``fixed_assets``               fixed_assets = prev.fixed_assets - depreciation - investing_cash_flow
+``intangible_assets``          intangible_assets = prev.intangible_assets - amortisation
+``change_in_working_capital``  change_in_working_capital = -Δaccounts_receivable - Δinventory
+                               + Δaccounts_payable + Δaccrued_expenses
+``operating_cash_flow``        operating_cash_flow = net_income + depreciation + amortisation
+                               + change_in_working_capital
+``financing_cash_flow``        financing_cash_flow = Δshort_term_debt + Δdebt + Δshare_capital - dividends_paid
+``cash``                       cash = prev.cash + operating_cash_flow + investing_cash_flow + financing_cash_flow
+=============================  ===========================================================================
 """
 
 from __future__ import annotations
@@ -72,21 +79,28 @@ IDENTITIES: tuple[Identity, ...] = (
     ),
     Identity(
         "net_income",
-        "net_income = gross_profit - operating_expenses - depreciation - interest_expense - income_tax",
+        "net_income = gross_profit - operating_expenses - depreciation - amortisation - interest_expense - income_tax",
         lambda y, p: y["net_income"] - (
-            y["gross_profit"] - y["operating_expenses"] - y["depreciation"] - y["interest_expense"] - y["income_tax"]
+            y["gross_profit"] - y["operating_expenses"] - y["depreciation"] - y["amortisation"]
+            - y["interest_expense"] - y["income_tax"]
         ),
         False,
     ),
     Identity(
-        "total_assets", "total_assets = cash + accounts_receivable + inventory + fixed_assets",
-        lambda y, p: y["total_assets"] - (y["cash"] + y["accounts_receivable"] + y["inventory"] + y["fixed_assets"]),
+        "total_assets",
+        "total_assets = cash + accounts_receivable + inventory + fixed_assets + intangible_assets",
+        lambda y, p: y["total_assets"] - (
+            y["cash"] + y["accounts_receivable"] + y["inventory"] + y["fixed_assets"] + y["intangible_assets"]
+        ),
         False,
     ),
     Identity(
-        "balance", "total_assets = accounts_payable + debt + share_capital + retained_earnings",
+        "balance",
+        "total_assets = accounts_payable + accrued_expenses + short_term_debt + debt + share_capital "
+        "+ retained_earnings",
         lambda y, p: y["total_assets"] - (
-            y["accounts_payable"] + y["debt"] + y["share_capital"] + y["retained_earnings"]
+            y["accounts_payable"] + y["accrued_expenses"] + y["short_term_debt"] + y["debt"] + y["share_capital"]
+            + y["retained_earnings"]
         ),
         False,
     ),
@@ -99,19 +113,33 @@ IDENTITIES: tuple[Identity, ...] = (
         lambda y, p: y["fixed_assets"] - (p["fixed_assets"] - y["depreciation"] - y["investing_cash_flow"]), True,
     ),
     Identity(
-        "operating_cash_flow",
-        "operating_cash_flow = net_income + depreciation - change in accounts_receivable - change in inventory "
-        "+ change in accounts_payable",
-        lambda y, p: y["operating_cash_flow"] - (
-            y["net_income"] + y["depreciation"] - _delta(y, p, "accounts_receivable") - _delta(y, p, "inventory")
-            + _delta(y, p, "accounts_payable")
+        "intangible_assets", "intangible_assets = previous intangible_assets - amortisation",
+        lambda y, p: y["intangible_assets"] - (p["intangible_assets"] - y["amortisation"]), True,
+    ),
+    Identity(
+        "change_in_working_capital",
+        "change_in_working_capital = - change in accounts_receivable - change in inventory "
+        "+ change in accounts_payable + change in accrued_expenses",
+        lambda y, p: y["change_in_working_capital"] - (
+            -_delta(y, p, "accounts_receivable") - _delta(y, p, "inventory") + _delta(y, p, "accounts_payable")
+            + _delta(y, p, "accrued_expenses")
         ),
         True,
     ),
     Identity(
-        "financing_cash_flow", "financing_cash_flow = change in debt + change in share_capital - dividends_paid",
+        "operating_cash_flow",
+        "operating_cash_flow = net_income + depreciation + amortisation + change_in_working_capital",
+        lambda y, p: y["operating_cash_flow"] - (
+            y["net_income"] + y["depreciation"] + y["amortisation"] + y["change_in_working_capital"]
+        ),
+        False,
+    ),
+    Identity(
+        "financing_cash_flow",
+        "financing_cash_flow = change in short_term_debt + change in debt + change in share_capital - dividends_paid",
         lambda y, p: y["financing_cash_flow"] - (
-            _delta(y, p, "debt") + _delta(y, p, "share_capital") - y["dividends_paid"]
+            _delta(y, p, "short_term_debt") + _delta(y, p, "debt") + _delta(y, p, "share_capital")
+            - y["dividends_paid"]
         ),
         True,
     ),
@@ -162,33 +190,36 @@ def ratios(year: Mapping[str, float], previous: Mapping[str, float] | None) -> t
     def get(key: str) -> float:
         return float(year[key])
 
+    def operating_income() -> float:
+        return get("gross_profit") - get("operating_expenses") - get("depreciation") - get("amortisation")
+
     formulas: dict[str, Callable[[], tuple[float | None, str | None]]] = {
         "revenue_growth": lambda: (
             (None, "undefined: no previous year") if previous is None
             else _ratio(get("revenue") - previous["revenue"], previous["revenue"], "previous revenue")
         ),
         "gross_margin": lambda: _ratio(get("gross_profit"), get("revenue"), "revenue"),
-        "operating_margin": lambda: _ratio(
-            get("gross_profit") - get("operating_expenses") - get("depreciation"), get("revenue"), "revenue"
-        ),
+        "operating_margin": lambda: _ratio(operating_income(), get("revenue"), "revenue"),
         "net_margin": lambda: _ratio(get("net_income"), get("revenue"), "revenue"),
         "return_on_assets": lambda: _ratio(get("net_income"), get("total_assets"), "total_assets"),
         "return_on_equity": lambda: _ratio(
             get("net_income"), get("share_capital") + get("retained_earnings"), "equity (share_capital + retained_earnings)"
         ),
         "current_ratio": lambda: _ratio(
-            get("cash") + get("accounts_receivable") + get("inventory"), get("accounts_payable"),
-            "accounts_payable (the current liabilities)",
+            get("cash") + get("accounts_receivable") + get("inventory"),
+            get("accounts_payable") + get("accrued_expenses") + get("short_term_debt"),
+            "current liabilities (accounts_payable + accrued_expenses + short_term_debt)",
         ),
         "debt_to_equity": lambda: _ratio(
-            get("debt"), get("share_capital") + get("retained_earnings"), "equity (share_capital + retained_earnings)"
+            get("short_term_debt") + get("debt"), get("share_capital") + get("retained_earnings"),
+            "equity (share_capital + retained_earnings)",
         ),
         "liabilities_to_assets": lambda: _ratio(
-            get("accounts_payable") + get("debt"), get("total_assets"), "total_assets"
+            get("accounts_payable") + get("accrued_expenses") + get("short_term_debt") + get("debt"),
+            get("total_assets"), "total_assets",
         ),
         "interest_coverage": lambda: _ratio(
-            get("gross_profit") - get("operating_expenses") - get("depreciation"), get("interest_expense"),
-            "interest_expense (no interest to cover)",
+            operating_income(), get("interest_expense"), "interest_expense (no interest to cover)",
         ),
         "asset_turnover": lambda: _ratio(get("revenue"), get("total_assets"), "total_assets"),
         "receivable_days": lambda: _ratio(get("accounts_receivable"), get("revenue"), "revenue", 365.0),

@@ -1,4 +1,4 @@
-"""The answer format: a fenced JSON object with the 21 line items. Parsing is shared by the reward, the interaction,
+"""The answer format: a fenced JSON object with the 26 line items. Parsing is shared by the reward, the interaction,
 the tools and the reference agent.
 """
 

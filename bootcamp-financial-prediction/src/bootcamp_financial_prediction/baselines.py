@@ -50,5 +50,5 @@ SHORTCUTS: dict[str, Callable[[Mapping], dict[str, float]]] = {
 
 
 def shortcut_forecast(name: str, public: Mapping) -> dict[str, int]:
-    """The 21 items the shortcut ``name`` forecasts from the public information."""
+    """The 26 items the shortcut ``name`` forecasts from the public information."""
     return build_statements(public, SHORTCUTS[name](public))

@@ -13,8 +13,9 @@ the disclosed one-off items) and never the simulator:
 - **capital spending and share issues**: as announced (the middle of an announced range).
 
 :func:`build_statements` then carries the drivers through the three statements with the policies the prompt states
-(depreciation, interest, tax, payout, the minimum cash and the debt that funds a shortfall or is repaid from surplus
-cash), in whole units, so every identity holds exactly.
+(depreciation, amortisation, interest on short- and long-term borrowings, tax, payout, the scheduled repayment of
+long-term borrowings, the minimum cash and the short-term borrowings that fund a shortfall, surplus cash repaying
+short-term then long-term borrowings), in whole units, so every identity holds exactly.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ __all__ = [
 DEFAULT_ELASTICITY = 0.5
 #: Where the outcome is assumed to sit in a guided range when there is no track record.
 DEFAULT_POSITION = 0.5
-_RATIO_DRIVERS = ("gross_margin", "receivable_days", "inventory_days", "payable_days")
+_RATIO_DRIVERS = ("gross_margin", "receivable_days", "inventory_days", "payable_days", "accrued_days")
 
 
 def one_off_amounts(public: Mapping) -> dict[int, float]:
@@ -149,7 +150,7 @@ def estimate_drivers(public: Mapping, position: float | None = None) -> dict[str
 
 
 def build_statements(public: Mapping, drivers: Mapping[str, float]) -> dict[str, int]:
-    """The forecast year's 21 items from the last visible year, ``drivers`` and the stated policies."""
+    """The forecast year's 26 items from the last visible year, ``drivers`` and the stated policies."""
     last = {key: int(value) for key, value in public["statements"][-1].items()}
     policies = public["policies"]
     one_off = one_off_amounts(public).get(public["years"][-1], 0.0)
@@ -161,30 +162,48 @@ def build_statements(public: Mapping, drivers: Mapping[str, float]) -> dict[str,
     year["operating_expenses"] = max(0, round((last["operating_expenses"] - one_off)
                                               * (1.0 + drivers["operating_expense_growth"])))
     year["depreciation"] = round(last["fixed_assets"] * policies["depreciation_rate"])
-    year["interest_expense"] = round(last["debt"] * policies["interest_rate"])
-    pre_tax = year["gross_profit"] - year["operating_expenses"] - year["depreciation"] - year["interest_expense"]
+    year["amortisation"] = round(last["intangible_assets"] * policies["amortisation_rate"])
+    year["interest_expense"] = round(last["short_term_debt"] * policies["short_term_interest_rate"]
+                                     + last["debt"] * policies["interest_rate"])
+    pre_tax = (year["gross_profit"] - year["operating_expenses"] - year["depreciation"] - year["amortisation"]
+               - year["interest_expense"])
     year["income_tax"] = round(max(0, pre_tax) * policies["tax_rate"])
     year["net_income"] = pre_tax - year["income_tax"]
     year["accounts_receivable"] = max(0, round(year["revenue"] * drivers["receivable_days"] / 365.0))
     year["inventory"] = max(0, round(year["cost_of_sales"] * drivers["inventory_days"] / 365.0))
     year["accounts_payable"] = max(0, round(year["cost_of_sales"] * drivers["payable_days"] / 365.0))
+    year["accrued_expenses"] = max(0, round(year["operating_expenses"] * drivers["accrued_days"] / 365.0))
     year["fixed_assets"] = last["fixed_assets"] - year["depreciation"] + capex
+    year["intangible_assets"] = last["intangible_assets"] - year["amortisation"]
     year["dividends_paid"] = round(max(0, year["net_income"]) * policies["payout_ratio"])
     year["share_capital"] = last["share_capital"] + issue
     year["retained_earnings"] = last["retained_earnings"] + year["net_income"] - year["dividends_paid"]
+    year["change_in_working_capital"] = (
+        -(year["accounts_receivable"] - last["accounts_receivable"]) - (year["inventory"] - last["inventory"])
+        + (year["accounts_payable"] - last["accounts_payable"])
+        + (year["accrued_expenses"] - last["accrued_expenses"])
+    )
     year["operating_cash_flow"] = (
-        year["net_income"] + year["depreciation"] - (year["accounts_receivable"] - last["accounts_receivable"])
-        - (year["inventory"] - last["inventory"]) + (year["accounts_payable"] - last["accounts_payable"])
+        year["net_income"] + year["depreciation"] + year["amortisation"] + year["change_in_working_capital"]
     )
     year["investing_cash_flow"] = -capex
-    # cash must reach the minimum (borrow the shortfall); cash above it repays borrowings first
+    # long-term borrowings fall by the scheduled repayment; cash must reach the minimum (short-term borrowings fund
+    # the shortfall); cash above it repays short-term borrowings first, then long-term ones
+    scheduled = round(last["debt"] * policies["long_term_repayment_rate"])
     minimum = math.ceil(year["revenue"] * policies["minimum_cash_ratio"])
-    available = last["cash"] + year["operating_cash_flow"] - capex + issue - year["dividends_paid"]
-    change = max(0, minimum - available) - min(last["debt"], max(0, available - minimum))
-    year["debt"] = last["debt"] + change
-    year["cash"] = available + change
-    year["financing_cash_flow"] = change + issue - year["dividends_paid"]
-    year["total_assets"] = year["cash"] + year["accounts_receivable"] + year["inventory"] + year["fixed_assets"]
+    available = last["cash"] + year["operating_cash_flow"] - capex + issue - year["dividends_paid"] - scheduled
+    surplus = max(0, available - minimum)
+    short_repaid = min(last["short_term_debt"], surplus)
+    long_repaid = min(last["debt"] - scheduled, surplus - short_repaid)
+    year["short_term_debt"] = last["short_term_debt"] + max(0, minimum - available) - short_repaid
+    year["debt"] = last["debt"] - scheduled - long_repaid
+    year["cash"] = available + max(0, minimum - available) - short_repaid - long_repaid
+    year["financing_cash_flow"] = (
+        (year["short_term_debt"] - last["short_term_debt"]) + (year["debt"] - last["debt"]) + issue
+        - year["dividends_paid"]
+    )
+    year["total_assets"] = (year["cash"] + year["accounts_receivable"] + year["inventory"] + year["fixed_assets"]
+                            + year["intangible_assets"])
     return {key: int(year[key]) for key in ITEM_KEYS}
 
 

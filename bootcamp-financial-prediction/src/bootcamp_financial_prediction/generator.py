@@ -43,6 +43,8 @@ _OUTLOOK_LABELS = {
     "receivable_days": ("Receivable days (receivables / revenue × 365)", "应收账款周转天数", "days", "receivable days"),
     "inventory_days": ("Inventory days (inventory / cost of sales × 365)", "存货周转天数", "days", "inventory days"),
     "payable_days": ("Payable days (payables / cost of sales × 365)", "应付账款周转天数", "days", "payable days"),
+    "accrued_days": ("Accrued expense days (accrued expenses / SG&A × 365)", "应计费用天数", "days",
+                     "accrued expense days"),
 }
 
 
@@ -233,13 +235,26 @@ def _policy_lines(policies: Mapping[str, float]) -> list[str]:
     )
     return [
         f"- Depreciation 折旧: {_percent(policies['depreciation_rate'])} of the previous year-end net fixed assets.",
-        f"- Interest 利息: {_percent(policies['interest_rate'])} of the previous year-end borrowings.",
+        (
+            f"- Amortisation 摊销: {_percent(policies['amortisation_rate'])} of the previous year-end net intangible "
+            "assets (acquired intangibles; no additions are planned)."
+        ),
+        (
+            f"- Interest 利息: {_percent(policies['short_term_interest_rate'])} of the previous year-end short-term "
+            f"borrowings plus {_percent(policies['interest_rate'])} of the previous year-end long-term borrowings, "
+            "rounded once to whole units."
+        ),
+        (
+            f"- Long-term borrowings 长期借款: {_percent(policies['long_term_repayment_rate'])} of the previous year-end "
+            "balance is repaid on schedule during the year (rounded to whole units)."
+        ),
         f"- Income tax 所得税: {_percent(policies['tax_rate'])} of pre-tax income; no tax on a loss.",
         f"- Dividend policy 股利政策: the company {dividends}.",
         (
             f"- Cash policy 现金政策: cash at year end is at least {_percent(policies['minimum_cash_ratio'])} of the "
-            "year's revenue; borrowings fund any shortfall, and cash above that minimum repays borrowings first "
-            "(no idle cash while borrowings are outstanding)."
+            "year's revenue; short-term borrowings fund any shortfall (after the scheduled repayment), and cash "
+            "above that minimum repays short-term borrowings first, then long-term borrowings (no idle cash while "
+            "borrowings are outstanding)."
         ),
     ]
 
@@ -298,7 +313,9 @@ def render_prompt(public: Mapping) -> str:
         "\n".join(_table(public)),
         (
             "Expenses, balances and dividends_paid are positive amounts; the cash-flow subtotals carry their sign "
-            "(investing_cash_flow is negative when the company buys fixed assets). Borrowings are long-term. Every "
+            "(investing_cash_flow is negative when the company buys fixed assets; change_in_working_capital is "
+            "positive when working capital releases cash). `debt` is the long-term borrowings; accrued expenses "
+            "are SG&A incurred but not yet paid. Every "
             f"year satisfies these identities, and your FY{target} forecast must too (\"previous\" is FY{years[-1]}):"
         ),
         "\n".join(f"- {identity.formula}" for identity in IDENTITIES),

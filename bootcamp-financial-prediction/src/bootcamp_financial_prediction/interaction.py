@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import bootcamp_core
 from bootcamp_financial_prediction.answer import ANSWER_FORMAT, parse_answer
+from bootcamp_financial_prediction.items import ITEM_KEYS
 from bootcamp_financial_prediction.reward import ForecastReward
 
 __all__ = ["AnswerFeedback", "ForecastFeedback"]
@@ -24,7 +25,7 @@ class ForecastFeedback(bootcamp_core.AnswerFeedback):
     answer_format: ClassVar[str] = ANSWER_FORMAT
     # one answer, and not a word on its score: any feedback on it would tell the model about the hidden year
     reveal: ClassVar[bool] = False
-    received: ClassVar[str] = "Forecast received: all 21 line items read."
+    received: ClassVar[str] = f"Forecast received: all {len(ITEM_KEYS)} line items read."
     gave_up: ClassVar[str] = "No complete forecast was given; the episode ends."
 
     def unanswered_feedback(self, text: str) -> str:
@@ -39,7 +40,7 @@ class ForecastFeedback(bootcamp_core.AnswerFeedback):
             if parsed.invalid:
                 problems.append(f"not numbers: {', '.join(parsed.invalid)}")
             problem = "The forecast is incomplete (" + "; ".join(problems) + ")."
-        return f"{problem} Give all 21 line items in exactly this form:\n\n{ANSWER_FORMAT}"
+        return f"{problem} Give all {len(ITEM_KEYS)} line items in exactly this form:\n\n{ANSWER_FORMAT}"
 
 
 #: The name this interaction had before it was built on :class:`bootcamp_core.AnswerFeedback`.

@@ -1,4 +1,4 @@
-"""The 21 line items of the three statements and the 15 ratios, with their English and Chinese labels."""
+"""The 26 line items of the three statements and the 15 ratios, with their English and Chinese labels."""
 
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ LINE_ITEMS: tuple[LineItem, ...] = (
     LineItem("gross_profit", "Gross profit", "毛利润", "income"),
     LineItem("operating_expenses", "Selling, general & administrative expenses", "销售及管理费用", "income"),
     LineItem("depreciation", "Depreciation", "折旧费用", "income"),
+    LineItem("amortisation", "Amortisation of intangible assets", "无形资产摊销", "income"),
     LineItem("interest_expense", "Interest expense", "利息费用", "income"),
     LineItem("income_tax", "Income tax", "所得税费用", "income"),
     LineItem("net_income", "Net income", "净利润", "income"),
@@ -54,11 +55,15 @@ LINE_ITEMS: tuple[LineItem, ...] = (
     LineItem("accounts_receivable", "Accounts receivable", "应收账款", "balance"),
     LineItem("inventory", "Inventory", "存货", "balance"),
     LineItem("fixed_assets", "Fixed assets, net", "固定资产净额", "balance"),
+    LineItem("intangible_assets", "Intangible assets, net", "无形资产净额", "balance"),
     LineItem("total_assets", "Total assets", "资产总计", "balance"),
     LineItem("accounts_payable", "Accounts payable", "应付账款", "balance"),
-    LineItem("debt", "Borrowings", "有息借款", "balance"),
+    LineItem("accrued_expenses", "Accrued expenses", "应计费用", "balance"),
+    LineItem("short_term_debt", "Short-term borrowings", "短期借款", "balance"),
+    LineItem("debt", "Long-term borrowings", "长期借款", "balance"),
     LineItem("share_capital", "Share capital", "实收资本（股本）", "balance"),
     LineItem("retained_earnings", "Retained earnings", "留存收益", "balance"),
+    LineItem("change_in_working_capital", "Cash from changes in working capital", "营运资本变动", "cash_flow"),
     LineItem("operating_cash_flow", "Net cash from operating activities", "经营活动产生的现金流量净额", "cash_flow"),
     LineItem("investing_cash_flow", "Net cash from investing activities", "投资活动产生的现金流量净额", "cash_flow"),
     LineItem("financing_cash_flow", "Net cash from financing activities", "筹资活动产生的现金流量净额", "cash_flow"),
@@ -70,9 +75,9 @@ ITEM_BY_KEY: dict[str, LineItem] = {item.key: item for item in LINE_ITEMS}
 
 #: Items that can never be negative in a valid set of statements (amounts, balances and expenses as positive numbers).
 NON_NEGATIVE: tuple[str, ...] = (
-    "revenue", "cost_of_sales", "operating_expenses", "depreciation", "interest_expense", "income_tax", "cash",
-    "accounts_receivable", "inventory", "fixed_assets", "total_assets", "accounts_payable", "debt", "share_capital",
-    "dividends_paid",
+    "revenue", "cost_of_sales", "operating_expenses", "depreciation", "amortisation", "interest_expense", "income_tax",
+    "cash", "accounts_receivable", "inventory", "fixed_assets", "intangible_assets", "total_assets",
+    "accounts_payable", "accrued_expenses", "short_term_debt", "debt", "share_capital", "dividends_paid",
 )
 
 RATIOS: tuple[Ratio, ...] = (

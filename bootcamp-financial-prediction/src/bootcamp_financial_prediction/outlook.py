@@ -37,6 +37,7 @@ GUIDED_RATIOS: dict[str, tuple[str, str, str | None, float]] = {
     "receivable_days": ("receivable days", "accounts_receivable", "revenue", 365.0),
     "inventory_days": ("inventory days", "inventory", "cost_of_sales", 365.0),
     "payable_days": ("payable days", "accounts_payable", "cost_of_sales", 365.0),
+    "accrued_days": ("accrued expense days", "accrued_expenses", "operating_expenses", 365.0),
 }
 
 
@@ -129,9 +130,18 @@ def check_outlook(forecast: Mapping[str, float], public: Mapping, tolerance: flo
         breaches.append(Breach(
             "minimum_cash", f"cash >= {policies['minimum_cash_ratio']:g} x revenue", excess, money
         ))
-    idle = min(float(forecast["cash"]) - minimum, float(forecast["debt"]))
+    scheduled = round(float(previous["debt"]) * policies["long_term_repayment_rate"])
+    excess = float(forecast["debt"]) - (float(previous["debt"]) - scheduled)
+    if excess > tolerance:
+        breaches.append(Breach(
+            "scheduled_repayment",
+            f"long-term borrowings (debt) repaid on schedule: at most {int(previous['debt']) - scheduled}", excess, money
+        ))
+    idle = min(float(forecast["cash"]) - minimum, float(forecast["short_term_debt"]) + float(forecast["debt"]))
     if idle > tolerance:
         breaches.append(Breach(
-            "debt_repayment", "cash above the minimum repays borrowings first (no idle cash while debt > 0)", idle, money
+            "debt_repayment",
+            "cash above the minimum repays borrowings first (no idle cash while short_term_debt + debt > 0)", idle,
+            money,
         ))
     return breaches

@@ -22,7 +22,7 @@ class ForecastReward(Reward):
     solved_threshold: ClassVar[float] = 0.8
 
     def extract_output(self, output: str) -> dict[str, float] | None:
-        """The 21 items of the last fenced JSON block, or ``None`` when any is missing or not a number."""
+        """The 26 items of the last fenced JSON block, or ``None`` when any is missing or not a number."""
         parsed = parse_answer(output)
         return dict(parsed.values) if parsed is not None and parsed.complete else None
 

@@ -2,7 +2,7 @@
 
 ``score = gate × max(0, accuracy − penalty)``, in [0, 1]:
 
-- **accuracy** — the geometric mean over the 21 items of ``exp(-z² / 2)``, that is ``exp(-mean(z²) / 2)``, with
+- **accuracy** — the geometric mean over the 26 items of ``exp(-z² / 2)``, that is ``exp(-mean(z²) / 2)``, with
   ``z = |forecast − actual| / (sigmas × scale)``: an item far off costs the whole forecast, so getting the items
   that policies fix right cannot make up for a driver read wrongly.
   An item's ``scale`` is how much it can still vary given the prompt's information (its standard deviation over
@@ -64,7 +64,7 @@ def item_score(forecast: float, actual: float, scale: float, sigmas: float) -> f
 
 
 def score_forecast(forecast: Mapping[str, float], identity: Mapping) -> Score:
-    """Score a complete forecast (all 21 items) against the identity's hidden year."""
+    """Score a complete forecast (all 26 items) against the identity's hidden year."""
     settings = {**DEFAULT_SCORING, **(identity.get("scoring") or {})}
     previous = identity["statements"][-1]
     tolerance = consistency_tolerance(previous, float(settings["consistency_tolerance"]))

@@ -13,25 +13,35 @@ One year from the year before (``prev``), the year's drivers and the company's p
     operating_expenses  = round((prev.operating_expenses - previous_one_off) * (1 + operating_expense_growth))
                           + one_off                                               # a disclosed one-off charge
     depreciation        = round(prev.fixed_assets * depreciation_rate)
-    interest_expense    = round(prev.debt * interest_rate)                      # on last year's borrowings
+    amortisation        = round(prev.intangible_assets * amortisation_rate)     # acquired intangibles, no additions
+    interest_expense    = round(prev.short_term_debt * short_term_interest_rate + prev.debt * interest_rate)
     income_tax          = round(max(0, pre-tax income) * tax_rate)              # no tax on a loss
-    net_income          = gross_profit - operating_expenses - depreciation - interest_expense - income_tax
+    net_income          = gross_profit - operating_expenses - depreciation - amortisation - interest_expense
+                          - income_tax
     accounts_receivable = round(revenue * receivable_days / 365)
     inventory           = round(cost_of_sales * inventory_days / 365)
     accounts_payable    = round(cost_of_sales * payable_days / 365)
+    accrued_expenses    = round(operating_expenses * accrued_days / 365)        # SG&A incurred, not yet paid
     fixed_assets        = prev.fixed_assets - depreciation + capital_expenditure
+    intangible_assets   = prev.intangible_assets - amortisation
     dividends_paid      = round(max(0, net_income) * payout_ratio)
     share_capital       = prev.share_capital + share_issue
     retained_earnings   = prev.retained_earnings + net_income - dividends_paid
-    operating_cash_flow = net_income + depreciation - Δreceivables - Δinventory + Δpayables
+    change_in_working_capital = -Δreceivables - Δinventory + Δpayables + Δaccrued_expenses
+    operating_cash_flow = net_income + depreciation + amortisation + change_in_working_capital
     investing_cash_flow = -capital_expenditure
-    # debt is the financing plug: cash before new borrowing must reach the minimum cash, surplus cash repays debt
+    # long-term borrowings fall by the scheduled repayment; short-term borrowings are the financing plug: cash
+    # before new borrowing must reach the minimum cash, surplus cash repays short-term, then long-term borrowings
+    scheduled           = round(prev.debt * long_term_repayment_rate)
     minimum_cash        = round(revenue * minimum_cash_ratio)
     available           = prev.cash + operating_cash_flow + investing_cash_flow + share_issue - dividends_paid
-    debt                = prev.debt + max(0, minimum_cash - available) - min(prev.debt, max(0, available - minimum_cash))
-    cash                = available + (debt - prev.debt)
-    financing_cash_flow = (debt - prev.debt) + share_issue - dividends_paid
-    total_assets        = cash + accounts_receivable + inventory + fixed_assets
+                          - scheduled
+    surplus             = max(0, available - minimum_cash)
+    short_term_debt     = prev.short_term_debt + max(0, minimum_cash - available) - min(prev.short_term_debt, surplus)
+    debt                = prev.debt - scheduled - min(prev.debt - scheduled, surplus - short-term repayment)
+    cash                = available + (short_term_debt - prev.short_term_debt) + (debt - prev.debt + scheduled)
+    financing_cash_flow = Δshort_term_debt + Δdebt + share_issue - dividends_paid
+    total_assets        = cash + accounts_receivable + inventory + fixed_assets + intangible_assets
 
 Every year's drivers (visible and hidden alike) come from one process: revenue growth moves with a business cycle
 (a sine of 4–7 years) around the company's base, plus noise; gross margin and the working-capital days drift by a
@@ -74,11 +84,14 @@ __all__ = [
     "spread",
 ]
 
-POLICY_KEYS = ("depreciation_rate", "interest_rate", "tax_rate", "payout_ratio", "minimum_cash_ratio")
+POLICY_KEYS = (
+    "depreciation_rate", "amortisation_rate", "interest_rate", "short_term_interest_rate", "long_term_repayment_rate",
+    "tax_rate", "payout_ratio", "minimum_cash_ratio",
+)
 #: The items of a year that the next year is computed from (the opening balance holds exactly these).
 OPENING_KEYS = (
-    "revenue", "operating_expenses", "cash", "accounts_receivable", "inventory", "fixed_assets", "accounts_payable",
-    "debt", "share_capital", "retained_earnings",
+    "revenue", "operating_expenses", "cash", "accounts_receivable", "inventory", "fixed_assets", "intangible_assets",
+    "accounts_payable", "accrued_expenses", "short_term_debt", "debt", "share_capital", "retained_earnings",
 )
 #: Drivers management can guide, as (driver, the config name that turns its guidance on).
 GUIDABLE = {
@@ -88,10 +101,11 @@ GUIDABLE = {
     "receivable_days": "working_capital",
     "inventory_days": "working_capital",
     "payable_days": "working_capital",
+    "accrued_days": "working_capital",
 }
 #: Drivers measured as a change from the year before: the first visible year shows none of them.
 _GROWTH_DRIVERS = ("revenue_growth", "operating_expense_growth")
-_DAYS = ("receivable_days", "inventory_days", "payable_days")
+_DAYS = ("receivable_days", "inventory_days", "payable_days", "accrued_days")
 _DRIVER_BOUNDS = {"revenue_growth": (-0.6, 1.0), "gross_margin": (0.02, 0.95), "operating_expense_growth": (-0.6, 1.0)}
 #: Chance that one visible year carries a disclosed one-off SG&A charge.
 ONE_OFF_PROBABILITY = 0.7
@@ -117,7 +131,7 @@ def _minimum(left: Any, right: Any) -> Any:
 
 
 def next_year(previous: Mapping[str, Any], drivers: Mapping[str, Any], policies: Mapping[str, float]) -> dict:
-    """The 21 items of a year from the year before, its drivers and the company's policies (see the module doc)."""
+    """The 26 items of a year from the year before, its drivers and the company's policies (see the module doc)."""
     # Scalar drivers give ints; arrays (one value per scenario) give int64 arrays for the items that depend on them.
     # Both paths use the same IEEE double products and the same rounding, so they agree exactly.
     prev = {key: int(previous[key]) for key in OPENING_KEYS}
@@ -131,30 +145,40 @@ def next_year(previous: Mapping[str, Any], drivers: Mapping[str, Any], policies:
     one_off = drivers.get("one_off", 0)
     operating_expenses = _whole(recurring * (1.0 + drivers["operating_expense_growth"])) + one_off
     depreciation = _whole(prev["fixed_assets"] * policies["depreciation_rate"])
-    interest_expense = _whole(prev["debt"] * policies["interest_rate"])
-    pre_tax = gross_profit - operating_expenses - depreciation - interest_expense
+    amortisation = _whole(prev["intangible_assets"] * policies["amortisation_rate"])
+    interest_expense = _whole(prev["short_term_debt"] * policies["short_term_interest_rate"]
+                              + prev["debt"] * policies["interest_rate"])
+    pre_tax = gross_profit - operating_expenses - depreciation - amortisation - interest_expense
     income_tax = _whole(_maximum(pre_tax, 0) * policies["tax_rate"])
     net_income = pre_tax - income_tax
     accounts_receivable = _whole(revenue * drivers["receivable_days"] / 365.0)
     inventory = _whole(cost_of_sales * drivers["inventory_days"] / 365.0)
     accounts_payable = _whole(cost_of_sales * drivers["payable_days"] / 365.0)
+    accrued_expenses = _whole(operating_expenses * drivers["accrued_days"] / 365.0)
     fixed_assets = prev["fixed_assets"] - depreciation + capital_expenditure
+    intangible_assets = prev["intangible_assets"] - amortisation
     dividends_paid = _whole(_maximum(net_income, 0) * policies["payout_ratio"])
     share_capital = prev["share_capital"] + share_issue
     retained_earnings = prev["retained_earnings"] + net_income - dividends_paid
-    operating_cash_flow = (
-        net_income + depreciation - (accounts_receivable - prev["accounts_receivable"])
-        - (inventory - prev["inventory"]) + (accounts_payable - prev["accounts_payable"])
+    change_in_working_capital = (
+        -(accounts_receivable - prev["accounts_receivable"]) - (inventory - prev["inventory"])
+        + (accounts_payable - prev["accounts_payable"]) + (accrued_expenses - prev["accrued_expenses"])
     )
+    operating_cash_flow = net_income + depreciation + amortisation + change_in_working_capital
     investing_cash_flow = -capital_expenditure
+    scheduled = _whole(prev["debt"] * policies["long_term_repayment_rate"])
     minimum_cash = _whole(revenue * policies["minimum_cash_ratio"])
-    available = prev["cash"] + operating_cash_flow + investing_cash_flow + share_issue - dividends_paid
+    available = prev["cash"] + operating_cash_flow + investing_cash_flow + share_issue - dividends_paid - scheduled
     borrowing = _maximum(minimum_cash - available, 0)
-    repayment = _minimum(prev["debt"], _maximum(available - minimum_cash, 0))
-    debt = prev["debt"] + borrowing - repayment
-    cash = available + borrowing - repayment
-    financing_cash_flow = (borrowing - repayment) + share_issue - dividends_paid
-    total_assets = cash + accounts_receivable + inventory + fixed_assets
+    surplus = _maximum(available - minimum_cash, 0)
+    short_repayment = _minimum(prev["short_term_debt"], surplus)
+    long_repayment = _minimum(prev["debt"] - scheduled, surplus - short_repayment)
+    short_term_debt = prev["short_term_debt"] + borrowing - short_repayment
+    debt = prev["debt"] - scheduled - long_repayment
+    cash = available + borrowing - short_repayment - long_repayment
+    financing_cash_flow = (short_term_debt - prev["short_term_debt"]) + (debt - prev["debt"]) + share_issue \
+        - dividends_paid
+    total_assets = cash + accounts_receivable + inventory + fixed_assets + intangible_assets
     values = locals()
     return {key: values[key] for key in ITEM_KEYS}
 
@@ -247,6 +271,7 @@ def _draw_base(rng: random.Random, settings: Settings) -> tuple[dict[str, float]
         "receivable_days": rng.uniform(35.0, 85.0),
         "inventory_days": rng.uniform(30.0, 90.0),
         "payable_days": rng.uniform(30.0, 75.0),
+        "accrued_days": rng.uniform(20.0, 50.0),
         "capex_ratio": rng.uniform(0.03, 0.10),
         "capex_noise": noise * rng.uniform(0.02, 0.08),
         # where management's ranges put the outcome: conservative guidance lands near the top, promotional near
@@ -265,7 +290,10 @@ def _draw_base(rng: random.Random, settings: Settings) -> tuple[dict[str, float]
         base[f"{driver}_range"] = rng.uniform(8.0, 16.0)
     policies = {
         "depreciation_rate": rng.randint(8, 20) / 100,
+        "amortisation_rate": rng.randint(5, 20) / 100,
         "interest_rate": rng.randint(30, 80) / 1000,
+        "short_term_interest_rate": rng.randint(40, 100) / 1000,
+        "long_term_repayment_rate": rng.randint(0, 4) * 5 / 100,
         "tax_rate": rng.choice((0.15, 0.2, 0.25)),
         "payout_ratio": 0.0 if rng.random() < settings.no_dividend_probability else rng.randint(2, 12) * 5 / 100,
         "minimum_cash_ratio": rng.randint(5, 15) / 100,
@@ -279,22 +307,27 @@ def _draw_opening(rng: random.Random, settings: Settings, base: dict, policies: 
     cost = revenue * (1 - base["gross_margin"])
     fixed_assets = revenue * rng.uniform(0.3, 1.0)
     depreciation_share = policies["depreciation_rate"] * fixed_assets / revenue
+    intangibles = round(revenue * rng.uniform(0.02, 0.3))
+    amortisation_share = policies["amortisation_rate"] * intangibles / revenue
     operating_margin = rng.uniform(0.03, 0.18)
-    opex_share = max(0.03, base["gross_margin"] - operating_margin - depreciation_share)
+    opex_share = max(0.03, base["gross_margin"] - operating_margin - depreciation_share - amortisation_share)
     receivables = revenue * base["receivable_days"] / 365
     inventory = cost * base["inventory_days"] / 365
     payables = cost * base["payable_days"] / 365
     cash = revenue * (policies["minimum_cash_ratio"] + rng.uniform(0.0, 0.08))
-    assets = round(cash) + round(receivables) + round(inventory) + round(fixed_assets)
-    debt = 0 if rng.random() < settings.zero_debt_probability else round(revenue * rng.uniform(0.1, 0.6))
+    accrued = round(revenue * opex_share * base["accrued_days"] / 365)
+    assets = round(cash) + round(receivables) + round(inventory) + round(fixed_assets) + intangibles
+    borrowings = 0 if rng.random() < settings.zero_debt_probability else round(revenue * rng.uniform(0.1, 0.6))
     # keep at least a quarter of the assets as equity, so the company starts solvent
-    debt = max(0, min(debt, round(assets * 0.75) - round(payables)))
-    equity = assets - round(payables) - debt
+    borrowings = max(0, min(borrowings, round(assets * 0.75) - round(payables) - accrued))
+    short_term = round(borrowings * rng.uniform(0.0, 0.4))
+    equity = assets - round(payables) - accrued - borrowings
     share_capital = round(equity * rng.uniform(0.3, 0.7))
     return {
         "revenue": revenue, "operating_expenses": round(revenue * opex_share), "cash": round(cash),
         "accounts_receivable": round(receivables), "inventory": round(inventory), "fixed_assets": round(fixed_assets),
-        "accounts_payable": round(payables), "debt": debt, "share_capital": share_capital,
+        "intangible_assets": intangibles, "accounts_payable": round(payables), "accrued_expenses": accrued,
+        "short_term_debt": short_term, "debt": borrowings - short_term, "share_capital": share_capital,
         "retained_earnings": equity - share_capital,
     }
 

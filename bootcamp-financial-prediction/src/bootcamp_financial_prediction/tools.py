@@ -161,15 +161,15 @@ class CheckConsistencyTool(_StatementsTool):
 
     name: ClassVar[str] = "check_consistency"
     description: ClassVar[str] = (
-        "Check one year's statements (all 21 line items) against the accounting identities, using the last "
-        "reported year as the previous year, and against the company's policies and management's announcements. "
+        f"Check one year's statements (all {len(LINE_ITEMS)} line items) against the accounting identities, using "
+        "the last reported year as the previous year, and against the company's policies and management's announcements. "
         "Lists each broken rule and by how much it is off."
     )
 
     def run(self, statements: ParsedStatements, public: Mapping) -> dict:
         if statements.missing:
             return {"consistent": False, "missing_items": list(statements.missing),
-                    "note": "give all 21 line items to check the identities"}
+                    "note": f"give all {len(LINE_ITEMS)} line items to check the identities"}
         previous = public["statements"][-1]
         relative = (public.get("scoring") or {}).get("consistency_tolerance", DEFAULT_SCORING["consistency_tolerance"])
         tolerance = consistency_tolerance(previous, float(relative))
