@@ -165,6 +165,36 @@ def test_check_path_names_the_first_collision_and_what_it_hit(checker, identity_
     assert lines[-2] == "Verdict: not a solution yet."
 
 
+def test_calc_reward_counts_the_checks_whose_path_collided(checker, identity_for) -> None:
+    identity = identity_for([([0.45, 0.0, 1.05], [0.05, 0.05, 0.05])], budget={"forward_kinematics": 0, "check_path": 5})
+    through = {"waypoints": [[0.0] * 7, REACHING_X]}
+    around = {"waypoints": [[0.0] * 7, [1.2] + [0.0] * 6, [1.2, HALF_PI] + [0.0] * 5, REACHING_X]}
+    probe = {"waypoints": [[0.0] * 7, [0.3] + [0.0] * 6]}  # clear, but it ends far from the target: not a failure
+    bad = {"waypoints": [[0.0] * 6]}  # refused as invalid: never checked
+    assert run_tool_calls(checker, identity, [around, probe, bad])[1] == 0.0
+    assert run_tool_calls(checker, identity, [through, around])[1] == 1.0
+    assert run_tool_calls(checker, identity, [through, through, probe, through])[1] == 3.0
+    # past the budget nothing runs, so nothing more fails
+    assert run_tool_calls(checker, identity, [through] * 7)[1] == 5.0
+
+
+def test_creating_an_episode_again_keeps_its_failed_checks(checker, identity_for) -> None:
+    identity = identity_for([([0.45, 0.0, 1.05], [0.05, 0.05, 0.05])])
+
+    async def episode() -> tuple[float, float, float]:
+        instance_id = await checker.create("episode-1", identity=identity)
+        await checker.execute(instance_id, {"waypoints": [[0.0] * 7, REACHING_X]})
+        await checker.create("episode-1", identity=identity)
+        kept = await checker.calc_reward(instance_id)
+        other = await checker.create("episode-2", identity=identity)
+        fresh = await checker.calc_reward(other)
+        await checker.release(other)
+        await checker.release(instance_id)
+        return kept, fresh, await checker.calc_reward(instance_id)
+
+    assert asyncio.run(episode()) == (1.0, 0.0, 0.0)
+
+
 def test_check_path_reports_start_and_target_misses(checker, identity_for) -> None:
     [(text, _, _)] = run(checker, identity_for(target=(0.0, 0.5, 0.5)), {"waypoints": [REACHING_X]})
     assert "The first waypoint is not the start configuration: a joint differs by 1.5708 rad" in text

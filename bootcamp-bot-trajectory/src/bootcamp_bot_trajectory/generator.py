@@ -395,5 +395,8 @@ def render_prompt(identity: dict) -> str:
         "- `check_path(waypoints)`: checks a path exactly as the final answer is judged and reports the first "
         "collision and what it hit, joint-limit violations and where the path ends "
         f"({budget.get('check_path', 0)} calls).\n\n"
+        "Scoring: a final path that solves the task scores 1, less 0.2 for every `check_path` call whose path "
+        "collided, and less (up to 0.1) for a detour more than twice as long in joint space as a planned path around "
+        "the obstacles; any other answer scores 0. Plan first, and check a path you expect to be clear.\n\n"
         f"Give your final answer in exactly this form:\n\n{ANSWER_FORMAT}"
     )

@@ -17,8 +17,9 @@ class TrajectoryFeedback(bootcamp_core.AnswerFeedback):
 
     No ``"waypoints"`` at all gets the required format; a malformed one (bad JSON, a waypoint of 6 angles, a NaN ...)
     gets what is wrong. Either way the model may try again, up to ``max_unanswered`` turns (config, default 3). A
-    well-formed answer ends the episode, scored by the reward (strict: 1 solved, 0 not; ``reward_config`` configures
-    it), with no hint about the path: the path is judged once, as the final answer.
+    well-formed answer ends the episode, scored by the reward on the answer alone (an interaction never reads a tool,
+    so failed checks do not enter its turn score; ``reward_config`` configures it), with no hint about the path: the
+    path is judged once, as the final answer.
     """
 
     name: ClassVar[str] = "answer_feedback"

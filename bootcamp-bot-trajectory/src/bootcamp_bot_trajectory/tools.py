@@ -1,7 +1,8 @@
 """The tools: forward kinematics and the path check, each with a per-episode budget of calls that is enforced.
 
 A call with bad arguments (wrong length, NaN, out of the joint limits, unknown keys) gets an ``Error:`` message and
-costs nothing; a call past the budget gets an ``Error:`` message and runs nothing.
+costs nothing; a call past the budget gets an ``Error:`` message and runs nothing. ``check_path`` counts its failed
+checks (paths that collided): its ``calc_reward`` is that count, which the reward reads from ``tool_scores``.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class _BudgetedTool(Tool):
         if not self.budget.take(instance_id):
             return (f"Error: the budget of {self.budget.limit(instance_id)} {self.name} calls for this task is used "
                     "up; nothing was run. Give your final answer."), 0.0, self.metrics(instance_id)
-        text = await self.run(request, state["task"])
+        text = await self.run(request, state["task"], instance_id)
         return f"{text}\n{self.name} calls left: {self.budget.left(instance_id)}.", 0.0, self.metrics(instance_id)
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
@@ -102,7 +103,7 @@ class _BudgetedTool(Tool):
     def parse(self, parameters: Any, task: Task) -> Any:
         raise NotImplementedError
 
-    async def run(self, request: Any, task: Task) -> str:
+    async def run(self, request: Any, task: Task, instance_id: str) -> str:
         raise NotImplementedError
 
 
@@ -134,7 +135,7 @@ class ForwardKinematicsTool(_BudgetedTool):
             raise PathError(problem)
         return configuration
 
-    async def run(self, request: tuple[float, ...], task: Task) -> str:
+    async def run(self, request: tuple[float, ...], task: Task, instance_id: str) -> str:
         # about 20 µs of PyBullet: no reason to leave the event loop
         x, y, z = position = simulator().end_effector(request)
         return (f"End effector at ({x:.4f}, {y:.4f}, {z:.4f}), {math.dist(position, task.target):.4f} m from the "
@@ -142,7 +143,12 @@ class ForwardKinematicsTool(_BudgetedTool):
 
 
 class CheckPathTool(_BudgetedTool):
-    """The judge's own check of a path: first collision and what it hit, limits, start, end and verdict."""
+    """The judge's own check of a path: first collision and what it hit, limits, start, end and verdict.
+
+    A check whose path collides is a failed check; ``calc_reward`` is the episode's count of them (the reward takes
+    points off for each). The count lives outside the episode's state, like the budget, so creating the instance
+    again does not clear it. A clear path that misses the target or the start (a probe) is not a failed check.
+    """
 
     name: ClassVar[str] = "check_path"
     description: ClassVar[str] = (
@@ -179,7 +185,28 @@ class CheckPathTool(_BudgetedTool):
             raise PathError(f"every waypoint must be within the joint limits: {named}")
         return waypoints
 
-    async def run(self, request: tuple[tuple[float, ...], ...], task: Task) -> str:
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.failed: dict[str, int] = {}
+
+    async def create(self, instance_id: str | None = None, identity: dict | None = None, **kwargs: Any) -> str:
+        """Start an episode with no calls made and no failed check (an episode already open keeps its count)."""
+        instance_id = await super().create(instance_id, identity, **kwargs)
+        self.failed.setdefault(instance_id, 0)
+        return instance_id
+
+    async def run(self, request: tuple[tuple[float, ...], ...], task: Task, instance_id: str) -> str:
         # a long path takes milliseconds to a second: off the event loop
         report = await simulate(judge_path, task, request)
+        if not report.clear and instance_id in self.failed:
+            self.failed[instance_id] += 1
         return report.describe()
+
+    async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
+        """The episode's failed checks: ``check_path`` calls whose path collided (0.0 for an unknown episode)."""
+        return float(self.failed.get(instance_id, 0))
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        """End the episode: drop its state, its budget and its count of failed checks."""
+        self.failed.pop(instance_id, None)
+        await super().release(instance_id, **kwargs)
