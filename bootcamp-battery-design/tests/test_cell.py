@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -34,11 +35,40 @@ def test_every_design_keeps_the_n_p_balance_and_fills_the_same_can(thickness: fl
     positive_loading = design.thickness_m * (1 - design.porosity)
     reference_ratio = cell.NEGATIVE_THICKNESS_0 * (1 - cell.NEGATIVE_POROSITY) / (
         cell.POSITIVE_THICKNESS_0 * (1 - cell.POSITIVE_POROSITY_0))
-    assert negative_loading / positive_loading == pytest.approx(reference_ratio)
+    assert negative_loading / positive_loading == pytest.approx(reference_ratio, rel=1e-4)
     assert _stack(design) * shape.electrode_width_m == pytest.approx(_stack(REFERENCE) * 1.58)
     # capacity follows the cathode's active material in the can
     active = positive_loading * shape.electrode_width_m
     assert shape.nominal_capacity_Ah / active == pytest.approx(5.0 / ((75.6e-6 * 0.665) * 1.58))
+
+
+def _np_ratio(design: CellDesign) -> float:
+    shape = geometry(design)
+    negative = shape.negative_thickness_m * (1 - design.neg_porosity) * cell.NEGATIVE_MAX_CONCENTRATION
+    low, high = cell.POSITIVE_STOICHIOMETRY_WINDOW
+    return negative / (design.thickness_m * (1 - design.porosity) * cell.POSITIVE_MAX_CONCENTRATION * (low - high))
+
+
+def test_chen2020s_own_cell_has_an_n_p_ratio_of_1_039() -> None:
+    assert cell.NP_RATIO_0 == pytest.approx(1.039, abs=5e-4) and REFERENCE.np_ratio == 1.039
+
+
+@pytest.mark.parametrize("values", [(40e-6, 0.2, 0.2, 1.0), (90e-6, 0.35, 0.45, 1.5), (140e-6, 0.5, 0.3, 1.2)])
+def test_the_negative_electrode_follows_the_n_p_ratio_and_keeps_the_lithium(values: tuple) -> None:
+    design = CellDesign(*values)
+    assert _np_ratio(design) == pytest.approx(design.np_ratio, rel=1e-4)
+    # the cell's lithium is the positive electrode's capacity whatever the N/P ratio: a larger anode starts leaner
+    shape = geometry(design)
+    lithium = shape.negative_thickness_m * (1 - design.neg_porosity) * shape.negative_initial_concentration
+    loading = design.thickness_m * (1 - design.porosity) / (cell.POSITIVE_THICKNESS_0 * (1 - cell.POSITIVE_POROSITY_0))
+    assert lithium == pytest.approx(cell.NEGATIVE_THICKNESS_0 * 0.75 * 29866.0 * loading)
+
+
+def test_more_spare_anode_or_anode_porosity_costs_mass() -> None:
+    base = geometry(CellDesign(80e-6, 0.3, 0.25, 1.05))
+    assert geometry(CellDesign(80e-6, 0.3, 0.25, 1.4)).mass_kg / geometry(CellDesign(80e-6, 0.3, 0.25, 1.4)).\
+        nominal_capacity_Ah > base.mass_kg / base.nominal_capacity_Ah
+    assert geometry(CellDesign(80e-6, 0.3, 0.4, 1.05)).negative_thickness_m > base.negative_thickness_m
 
 
 def test_thicker_cathodes_hold_more_capacity_and_a_larger_share_of_active_mass() -> None:
@@ -77,16 +107,31 @@ def test_designs_are_rounded_to_the_simulation_resolution() -> None:
 )
 def test_bad_designs_get_a_clear_message(thickness: object, porosity: object, message: str) -> None:
     with pytest.raises(DesignError, match=message):
-        CellDesign.parse(thickness, porosity)
+        CellDesign.parse(thickness, porosity, 0.25, 1.039)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ((8e-5, 0.3, 0.5, 1.1), "neg_porosity = 0.5 is outside the allowed range [0.2, 0.45]"),
+        ((8e-5, 0.3, 0.3, 0.9), "np_ratio = 0.9 is outside the allowed range [1, 1.5]"),
+        ((8e-5, 0.3, 0.3, "x"), "np_ratio must be a number"),
+        ((8e-5, 0.3), "a design has 4 values (pos_thickness, pos_porosity, neg_porosity, np_ratio), got 2"),
+    ],
+)
+def test_the_anode_variables_are_checked_too(values: tuple, message: str) -> None:
+    with pytest.raises(DesignError, match=re.escape(message)):
+        CellDesign.parse(*values)
 
 
 def test_numbers_as_text_are_accepted() -> None:
-    assert CellDesign.parse("8.5e-05", "0.3") == CellDesign(8.5e-5, 0.3)
+    assert CellDesign.parse("8.5e-05", "0.3", "0.25", "1.1") == CellDesign(8.5e-5, 0.3, 0.25, 1.1)
 
 
 def test_a_narrower_box_is_enforced() -> None:
+    bounds = [(6e-5, 1e-4), (0.2, 0.5), (0.2, 0.45), (1.0, 1.5)]
     with pytest.raises(DesignError, match=r"\[6e-05, 0.0001\]"):
-        CellDesign.parse(5e-5, 0.3, (6e-5, 1e-4))
+        CellDesign.parse(5e-5, 0.3, 0.25, 1.1, bounds=bounds)
 
 
 def test_conditions_come_from_the_identity_and_are_checked() -> None:

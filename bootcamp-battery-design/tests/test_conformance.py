@@ -1,4 +1,5 @@
 from bootcamp_battery_design.answer import format_answer
+from bootcamp_battery_design.cell import DESIGN_VARIABLES
 from bootcamp_core.testing import BootcampConformance
 
 
@@ -9,8 +10,8 @@ class TestConformance(BootcampConformance):
 
     def solution(self, identity):
         oracle = identity["oracle"]
-        return format_answer(oracle["pos_thickness_m"], oracle["pos_porosity"])
+        return format_answer(*(oracle[variable.key] for variable in DESIGN_VARIABLES))
 
     def tool_arguments(self, tool_name, identity):
         oracle = identity["oracle"]
-        return {"pos_thickness": oracle["pos_thickness_m"], "pos_porosity": oracle["pos_porosity"]}
+        return {variable.argument: oracle[variable.key] for variable in DESIGN_VARIABLES}

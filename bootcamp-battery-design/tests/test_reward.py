@@ -12,7 +12,8 @@ from bootcamp_battery_design.simulator import CellSimulator
 from bootcamp_core import Registry
 from bootcamp_core.testing import episode_kwargs
 
-REFERENCE = "\\boxed{7.56e-05, 0.335}"  # 279.4 Wh/kg, 312.0 K at 1C, 298.15 K, h=10
+REFERENCE = "\\boxed{7.56e-05, 0.335, 0.25, 1.039}"  # 279.4 Wh/kg, 312.0 K at 1C, 298.15 K, h=10
+D = (8.5e-05, 0.32, 0.3, 1.1)
 
 
 @pytest.fixture()
@@ -23,26 +24,27 @@ def reward(registry: Registry) -> CellDesignReward:
 @pytest.mark.parametrize(
     ("text", "design"),
     [
-        ("\\boxed{8.5e-05, 0.32}", (8.5e-05, 0.32)),
-        ("so \\boxed{ (8.5e-05 , 0.32) } it is", (8.5e-05, 0.32)),
-        ("\\boxed{8.5e-05 m, 0.32}", (8.5e-05, 0.32)),
-        ("\\boxed{0.000085; .32}", (8.5e-05, 0.32)),
-        ("first \\boxed{1e-4, 0.4} then \\boxed{9e-05, 0.3}", (9e-05, 0.3)),
-        ("\\boxed {6E-5,0.25}", (6e-05, 0.25)),
-        ("\\boxed{(9e-05 m; 0.3)}", (9e-05, 0.3)),
+        ("\\boxed{8.5e-05, 0.32, 0.3, 1.1}", D),
+        ("so \\boxed{ (8.5e-05 , 0.32,0.3 ,  1.1) } it is", D),
+        ("\\boxed{8.5e-05 m, 0.32, 0.3, 1.1}", D),
+        ("\\boxed{0.000085; .32; .3; 1.1}", D),
+        ("first \\boxed{1e-4, 0.4, 0.3, 1.2} then \\boxed{8.5e-05, 0.32, 0.3, 1.1}", D),
+        ("\\boxed {85E-6,0.32,0.3,1.1}", D),
+        ("\\boxed{(8.5e-05 m; 0.32; 0.3; 1.1)}", D),
         # a box holding braces is no design, and not the last box either
-        ("\\boxed{9e-05, 0.3} so \\boxed{\\text{done}}", (9e-05, 0.3)),
-        ("{ \\boxed{9e-05, 0.3} }", (9e-05, 0.3)),
+        ("\\boxed{8.5e-05, 0.32, 0.3, 1.1} so \\boxed{\\text{done}}", D),
+        ("{ \\boxed{8.5e-05, 0.32, 0.3, 1.1} }", D),
     ],
 )
-def test_reads_the_last_boxed_design(text: str, design: tuple[float, float]) -> None:
+def test_reads_the_last_boxed_design(text: str, design: tuple[float, ...]) -> None:
     assert extract_design(text) == design
 
 
 @pytest.mark.parametrize(
-    "text", ["", "8.5e-05, 0.32", "\\boxed{8.5e-05}", "\\boxed{1, 2, 3}", "\\boxed{a, b}", "\\boxed{1e999, 0.3}",
-             "\\boxed{{8e-5, 0.3}}", "\\boxed{8e-5 mm, 0.3}", "\\boxed{1_0, 0.3}", "\\boxed{inf, 0.3}",
-             "\\boxed{8e-5, 0.3", None, 42,
+    "text", ["", "8.5e-05, 0.32, 0.3, 1.1", "\\boxed{8.5e-05}", "\\boxed{8.5e-05, 0.32}", "\\boxed{1, 2, 3}",
+             "\\boxed{1, 2, 3, 4, 5}", "\\boxed{a, b, c, d}", "\\boxed{1e999, 0.3, 0.3, 1.1}",
+             "\\boxed{{8e-5, 0.3, 0.3, 1.1}}", "\\boxed{8e-5 mm, 0.3, 0.3, 1.1}", "\\boxed{1_0, 0.3, 0.3, 1.1}",
+             "\\boxed{inf, 0.3, 0.3, 1.1}", "\\boxed{8e-5, 0.3; 0.3, 1.1}", "\\boxed{8e-5, 0.3, 0.3, 1.1", None, 42,
              # a box of spaces: read in one pass (a pattern of optional spaces took quadratic time on this)
              "\\boxed{" + " " * 20_000 + "x}", "\\boxed{1" + " " * 20_000 + ", x}"],
 )
@@ -51,7 +53,7 @@ def test_no_design_means_no_answer(text: object) -> None:
 
 
 def test_the_answer_format_round_trips() -> None:
-    assert extract_design(format_answer(8.123e-05, 0.3123)) == (8.123e-05, 0.3123)
+    assert extract_design(format_answer(8.123e-05, 0.3123, 0.2718, 1.1414)) == (8.123e-05, 0.3123, 0.2718, 1.1414)
 
 
 def test_a_design_meeting_both_targets_scores_one(reward: CellDesignReward, make_identity) -> None:
@@ -68,7 +70,8 @@ def test_missing_either_target_scores_zero(reward: CellDesignReward, make_identi
 
 def test_designs_outside_the_box_score_zero(reward: CellDesignReward, make_identity) -> None:
     identity = make_identity(energy=1.0, temperature=400.0)  # anything inside the box would do
-    for text in ("\\boxed{75.6, 0.335}", "\\boxed{7.56e-05, 0.9}", "\\boxed{-7.56e-05, 0.335}"):
+    for text in ("\\boxed{75.6, 0.335, 0.25, 1.039}", "\\boxed{7.56e-05, 0.9, 0.25, 1.039}",
+                 "\\boxed{-7.56e-05, 0.335, 0.25, 1.039}", "\\boxed{7.56e-05, 0.335, 0.25, 0.9}"):
         assert reward.verify_score(text, identity, **episode_kwargs()) == 0.0
     identity["bounds"]["pos_thickness_m"] = [8e-05, 0.00014]
     assert reward.verify_score(REFERENCE, identity, **episode_kwargs()) == 0.0
@@ -112,10 +115,11 @@ def test_the_reward_reuses_the_tools_simulation(registry: Registry, reward: Cell
 
     async def simulate() -> None:
         instance = await tool.create(None, identity=identity)
-        await tool.execute(instance, {"pos_thickness": 6.543e-05, "pos_porosity": 0.4321})
+        await tool.execute(instance, {"pos_thickness": 6.543e-05, "pos_porosity": 0.4321,
+                                                "neg_porosity": 0.2765, "np_ratio": 1.0987})
         await tool.release(instance)
 
     anyio.run(simulate)
     solves, hits = simulator.stats.solves, simulator.stats.cache_hits
-    assert reward.verify_score("\\boxed{6.543e-05, 0.4321}", identity, **episode_kwargs()) == 1.0
+    assert reward.verify_score("\\boxed{6.543e-05, 0.4321, 0.2765, 1.0987}", identity, **episode_kwargs()) == 1.0
     assert (simulator.stats.solves, simulator.stats.cache_hits) == (solves, hits + 1)

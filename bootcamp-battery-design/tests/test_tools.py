@@ -13,7 +13,9 @@ from bootcamp_battery_design.tools import BatterySimulationTool
 from bootcamp_core import Registry
 from bootcamp_core.testing import run_tool_calls
 
-GOOD = {"pos_thickness": 7.56e-05, "pos_porosity": 0.335}  # 279.4 Wh/kg, 312.0 K at 1C, 298.15 K, h=10
+#: Chen2020's own negative electrode porosity and N/P ratio.
+CHEN2020_ANODE = {"neg_porosity": 0.25, "np_ratio": 1.039}
+GOOD = {"pos_thickness": 7.56e-05, "pos_porosity": 0.335, **CHEN2020_ANODE}  # 279.4 Wh/kg, 312.0 K at 1C, 298.15 K, h=10
 
 
 @pytest.fixture()
@@ -53,7 +55,7 @@ def test_each_target_is_judged_on_its_own(make_identity, tool: BatterySimulation
 
 def test_the_budget_is_enforced_and_nothing_runs_past_it(make_identity, tool: BatterySimulationTool,
                                                          simulator: CellSimulator) -> None:
-    designs = [{"pos_thickness": 6e-05 + index * 1e-06, "pos_porosity": 0.3} for index in range(3)]
+    designs = [{"pos_thickness": 6e-05 + index * 1e-06, "pos_porosity": 0.3, **CHEN2020_ANODE} for index in range(3)]
     results = _calls(tool, make_identity(budget=3), designs + [GOOD, GOOD])
     assert [json.loads(text)["calls_left"] for text, _, _ in results[:3]] == [2, 1, 0]
     solves, hits = simulator.stats.solves, simulator.stats.cache_hits
@@ -66,7 +68,7 @@ def test_the_budget_is_enforced_and_nothing_runs_past_it(make_identity, tool: Ba
 
 
 def test_every_call_counts_even_a_bad_one(make_identity, tool: BatterySimulationTool) -> None:
-    results = _calls(tool, make_identity(budget=2), [{"pos_thickness": 85, "pos_porosity": 0.3}, GOOD, GOOD])
+    results = _calls(tool, make_identity(budget=2), [{"pos_thickness": 85, "pos_porosity": 0.3, **CHEN2020_ANODE}, GOOD, GOOD])
     assert results[0][0] == (
         "Error: pos_thickness = 85 m is outside the allowed range [4e-05, 0.00014] m (lengths are in metres: "
         "85 µm is 8.5e-05 m). Nothing was simulated; 1 call left."
@@ -80,8 +82,8 @@ def test_every_call_counts_even_a_bad_one(make_identity, tool: BatterySimulation
     [
         ({"pos_thickness": 8e-05}, "missing argument 'pos_porosity'"),
         ({"pos_thickness": 8e-05, "pos_porosity": 0.3, "c_rate": 0.1}, "unknown argument 'c_rate'"),
-        ({"pos_thickness": "thick", "pos_porosity": 0.3}, "pos_thickness must be a number"),
-        ({"pos_thickness": 8e-05, "pos_porosity": 0.9}, "pos_porosity = 0.9 is outside the allowed range"),
+        ({"pos_thickness": "thick", "pos_porosity": 0.3, **CHEN2020_ANODE}, "pos_thickness must be a number"),
+        ({"pos_thickness": 8e-05, "pos_porosity": 0.9, **CHEN2020_ANODE}, "pos_porosity = 0.9 is outside the allowed range"),
     ],
 )
 def test_bad_arguments_get_a_clear_message(make_identity, tool: BatterySimulationTool, arguments: dict, message: str) -> None:
@@ -102,7 +104,7 @@ def test_episodes_have_their_own_budgets_and_scores(make_identity, tool: Battery
         second = await tool.create("b", identity=make_identity(budget=1))
         await tool.execute(first, dict(GOOD))
         refused = await tool.execute(first, dict(GOOD))
-        allowed = await tool.execute(second, {"pos_thickness": 4e-05, "pos_porosity": 0.5})
+        allowed = await tool.execute(second, {"pos_thickness": 4e-05, "pos_porosity": 0.5, **CHEN2020_ANODE})
         scores = await tool.calc_reward(first), await tool.calc_reward(second)
         await tool.release(first)
         await tool.release(second)
@@ -144,8 +146,8 @@ def test_the_budget_falls_back_to_the_tool_config(make_identity) -> None:
 
 def test_the_oracle_never_appears_in_what_the_tool_says(make_identity, tool: BatterySimulationTool) -> None:
     identity = make_identity(budget=4)
-    calls = [GOOD, {"pos_thickness": 50, "pos_porosity": 0.3}, {"pos_thickness": 1e-4, "pos_porosity": 0.6},
-             {"pos_thickness": 9e-05, "pos_porosity": 0.25}, GOOD]
+    calls = [GOOD, {"pos_thickness": 50, "pos_porosity": 0.3, **CHEN2020_ANODE}, {"pos_thickness": 1e-4, "pos_porosity": 0.6, **CHEN2020_ANODE},
+             {"pos_thickness": 9e-05, "pos_porosity": 0.25, **CHEN2020_ANODE}, GOOD]
     oracle = identity["oracle"]
     for text, _, metrics in _calls(tool, identity, calls):
         for value in oracle.values():

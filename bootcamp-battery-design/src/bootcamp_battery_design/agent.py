@@ -1,4 +1,4 @@
-"""The reference agent: a trust-region search over (thickness, porosity) with the simulator tool, within the budget.
+"""The reference agent: a trust-region search over the four design variables with the simulator tool, within the budget.
 
 It reads the task's conditions, targets, box and budget (what the prompt says), and tool results; never the oracle.
 Each turn it fits local linear models of the energy margin and the peak temperature to the designs simulated so far
@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import attrs
+import numpy as np
 
 from bootcamp_battery_design.answer import format_answer
+from bootcamp_battery_design.cell import DESIGN_VARIABLES
 from bootcamp_battery_design.tools import DEFAULT_BUDGET, design_bounds
 from bootcamp_core import ReferenceAgent, message_text, tool_call_message
 
@@ -27,12 +29,21 @@ TOOL_NAME = "run_battery_simulation"
 #: One percent of specific energy is weighed like one kelvin of peak temperature.
 ENERGY_UNIT = 0.01
 TEMPERATURE_UNIT_K = 1.0
-#: Candidate designs per axis of the normalised box.
-GRID = 61
+#: Candidate designs drawn in the trust region each turn.
+CANDIDATES = 4000
 #: Trust-region radius (normalised box units): initial, smallest and largest.
-RADIUS = (0.25, 0.02, 0.6)
-#: Where the search starts, in normalised box coordinates (thickness, porosity).
-START = (0.3, 0.5)
+RADIUS = (0.3, 0.03, 0.8)
+#: Where the search starts, in normalised box coordinates (one per design variable): a mid-thickness, fairly porous
+#: cathode, a dense anode and the smallest N/P ratio (extra anode only adds mass).
+START = (0.35, 0.5, 0.2, 0.0)
+#: Prior slopes per normalised unit of each design variable: energy margin in percent (thicker and denser
+#: electrodes and less spare anode store more per kilogram) and peak temperature as a multiple of the allowed rise
+#: above ambient (the same changes run hotter).
+ENERGY_PRIOR = (25.0, -15.0, -5.0, -13.0)
+HEAT_PRIOR = (0.9, -0.45, -0.2, -0.13)
+PRIOR_WEIGHT = 0.5
+#: Designs closer than this (normalised) to one already tried are not proposed again.
+MIN_SPACING = 0.015
 
 
 @attrs.frozen
@@ -43,42 +54,38 @@ class Task:
     ambient_K: float
     energy_target: float
     temperature_target_K: float
-    thickness_range: tuple[float, float]
-    porosity_range: tuple[float, float]
+    bounds: tuple[tuple[float, float], ...]
     budget: int
 
     @classmethod
     def from_identity(cls, identity: dict) -> Task:
         """The public part of an identity (the oracle is never read)."""
-        thickness, porosity = design_bounds(identity)
         return cls(
             c_rate=float(identity["conditions"]["c_rate"]),
             ambient_K=float(identity["conditions"]["ambient_temperature_K"]),
             energy_target=float(identity["targets"]["min_specific_energy_Wh_kg"]),
             temperature_target_K=float(identity["targets"]["max_peak_temperature_K"]),
-            thickness_range=thickness,
-            porosity_range=porosity,
+            bounds=design_bounds(identity),
             budget=int(identity.get("budget", DEFAULT_BUDGET)),
         )
 
-    def normalise(self, thickness: float, porosity: float) -> tuple[float, float]:
-        (t0, t1), (p0, p1) = self.thickness_range, self.porosity_range
-        return (thickness - t0) / (t1 - t0 or 1.0), (porosity - p0) / (p1 - p0 or 1.0)
+    def normalise(self, values: Sequence[float]) -> tuple[float, ...]:
+        return tuple((value - low) / (high - low or 1.0) for value, (low, high) in zip(values, self.bounds))
 
-    def design(self, u: float, v: float) -> tuple[float, float]:
-        """(thickness, porosity) at normalised coordinates, rounded to the simulator's resolution."""
-        (t0, t1), (p0, p1) = self.thickness_range, self.porosity_range
-        thickness = float(f"{round((t0 + u * (t1 - t0)) / 1e-8) * 1e-8:.12g}")
-        porosity = float(f"{round(p0 + v * (p1 - p0), 4):.12g}")
-        return min(max(thickness, t0), t1), min(max(porosity, p0), p1)
+    def design(self, point: Sequence[float]) -> tuple[float, ...]:
+        """The design at normalised coordinates, rounded to the simulator's resolution and kept in the box."""
+        values = []
+        for u, (low, high), variable in zip(point, self.bounds, DESIGN_VARIABLES):
+            value = float(f"{round((low + u * (high - low)) / variable.resolution) * variable.resolution:.12g}")
+            values.append(min(max(value, low), high))
+        return tuple(values)
 
 
 @attrs.frozen
 class Probe:
     """One simulated design and what it gave."""
 
-    thickness_m: float
-    porosity: float
+    values: tuple[float, ...]
     specific_energy: float
     peak_temperature_K: float
     met: bool  # as the tool judged it, on unrounded values
@@ -92,79 +99,57 @@ class Probe:
         return min(self.margins(task))
 
 
-def _solve3(matrix: list[list[float]], vector: list[float]) -> list[float]:
-    """Gaussian elimination with partial pivoting for the 3x3 normal equations."""
-    rows = [row[:] + [value] for row, value in zip(matrix, vector)]
-    for column in range(3):
-        pivot = max(range(column, 3), key=lambda row: abs(rows[row][column]))
-        rows[column], rows[pivot] = rows[pivot], rows[column]
-        for row in range(column + 1, 3):
-            factor = rows[row][column] / rows[column][column]
-            for k in range(column, 4):
-                rows[row][k] -= factor * rows[column][k]
-    solution = [0.0, 0.0, 0.0]
-    for row in (2, 1, 0):
-        solution[row] = (rows[row][3] - sum(rows[row][k] * solution[k] for k in range(row + 1, 3))) / rows[row][row]
-    return solution
+def _fit(points: np.ndarray, values: np.ndarray, anchor: np.ndarray, prior: np.ndarray, scale: float) -> np.ndarray:
+    """Weighted least squares of ``value = c + g . (x - anchor)`` with a ridge towards the prior slopes ``prior``."""
+    offsets = points - anchor
+    weights = np.exp(-(offsets**2).sum(axis=1) / (2 * scale**2))
+    features = np.hstack([np.ones((len(points), 1)), offsets])
+    normal = features.T @ (weights[:, None] * features)
+    right = features.T @ (weights * values)
+    ridge = np.full(len(anchor) + 1, PRIOR_WEIGHT)
+    ridge[0] = 1e-9
+    normal += np.diag(ridge)
+    right[1:] += PRIOR_WEIGHT * prior
+    return np.linalg.solve(normal, right)
 
 
-def _fit(points: list[tuple[float, float, float]], anchor: tuple[float, float], prior: tuple[float, float],
-         prior_weight: float, scale: float) -> tuple[float, float, float]:
-    """Weighted least squares of ``value = c + gu (u - u0) + gv (v - v0)`` with a ridge towards prior slopes."""
-    u0, v0 = anchor
-    normal = [[0.0] * 3 for _ in range(3)]
-    right = [0.0] * 3
-    for u, v, value in points:
-        distance2 = (u - u0) ** 2 + (v - v0) ** 2
-        weight = math.exp(-distance2 / (2 * scale**2))
-        features = (1.0, u - u0, v - v0)
-        for i in range(3):
-            right[i] += weight * features[i] * value
-            for j in range(3):
-                normal[i][j] += weight * features[i] * features[j]
-    for i, slope in ((1, prior[0]), (2, prior[1])):
-        normal[i][i] += prior_weight
-        right[i] += prior_weight * slope
-    normal[0][0] += 1e-9
-    c, gu, gv = _solve3(normal, right)
-    return c, gu, gv
-
-
-def next_design(task: Task, probes: list[Probe], failed: Sequence[tuple[float, float]] = ()) -> tuple[float, float]:
-    """The design to simulate next (thickness in metres, porosity); ``failed`` designs are never proposed again."""
-    visited = [task.normalise(*design) for design in failed]
+def next_design(task: Task, probes: list[Probe], failed: Sequence[Sequence[float]] = ()) -> tuple[float, ...]:
+    """The design to simulate next (values in the order of the design variables); ``failed`` designs are never
+    proposed again."""
+    size = len(task.bounds)
+    visited = [task.normalise(design) for design in failed]
     if not probes:
-        return task.design(*START) if not visited else task.design(0.5 * START[0], 0.5 * START[1] + 0.25)
-    coordinates = [task.normalise(probe.thickness_m, probe.porosity) for probe in probes]
-    visited += coordinates
+        if not visited:
+            return task.design(START)
+        return task.design([0.5 * value + 0.1 for value in START])
+    coordinates = np.array([task.normalise(probe.values) for probe in probes])
+    visited = np.array(visited + [tuple(row) for row in coordinates])
     best = max(range(len(probes)), key=lambda index: probes[index].merit(task))
     anchor = coordinates[best]
     radius = _radius(task, probes)
-    # Physics-signed prior slopes per normalised unit: thicker and denser electrodes store more energy per kilogram
-    # and run hotter; the temperature slope scales with how far the target sits above ambient.
     rise = max(task.temperature_target_K - task.ambient_K, 1.0)
-    energy_points = [(u, v, probe.margins(task)[0]) for (u, v), probe in zip(coordinates, probes)]
-    heat_points = [(u, v, probe.peak_temperature_K) for (u, v), probe in zip(coordinates, probes)]
-    energy_model = _fit(energy_points, anchor, (30.0, -20.0), 0.5, max(radius, 0.15))
-    heat_model = _fit(heat_points, anchor, (1.2 * rise, -0.6 * rise), 0.5, max(radius, 0.15))
-    choice, choice_score = anchor, -math.inf
-    for i in range(GRID):
-        u = i / (GRID - 1)
-        for j in range(GRID):
-            v = j / (GRID - 1)
-            du, dv = u - anchor[0], v - anchor[1]
-            if du * du + dv * dv > radius * radius:
-                continue
-            if min((u - cu) ** 2 + (v - cv) ** 2 for cu, cv in visited) < 0.015**2:
-                continue
-            energy = energy_model[0] + energy_model[1] * du + energy_model[2] * dv
-            heat = heat_model[0] + heat_model[1] * du + heat_model[2] * dv
-            score = min(energy, (task.temperature_target_K - heat) / TEMPERATURE_UNIT_K)
-            # ties (a flat model): the nearer candidate, where the linear model is most trustworthy
-            score -= 1e-3 * math.sqrt(du * du + dv * dv)
-            if score > choice_score:
-                choice, choice_score = (u, v), score
-    return task.design(*choice)
+    energy = np.array([probe.margins(task)[0] for probe in probes])
+    heat = np.array([probe.peak_temperature_K for probe in probes])
+    scale = max(radius, 0.2)
+    energy_model = _fit(coordinates, energy, anchor, np.array(ENERGY_PRIOR[:size]), scale)
+    heat_model = _fit(coordinates, heat, anchor, rise * np.array(HEAT_PRIOR[:size]), scale)
+    # Candidates: uniform in the trust-region ball around the best design so far, clipped to the box.
+    generator = np.random.default_rng(len(probes) + 7919 * len(failed))
+    directions = generator.normal(size=(CANDIDATES, size))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    lengths = radius * generator.random(CANDIDATES) ** (1 / size)
+    candidates = np.clip(anchor + directions * lengths[:, None], 0.0, 1.0)
+    distances = np.sqrt(((candidates[:, None, :] - visited[None, :, :]) ** 2).sum(axis=2)).min(axis=1)
+    offsets = candidates - anchor
+    predicted_energy = energy_model[0] + offsets @ energy_model[1:]
+    predicted_heat = heat_model[0] + offsets @ heat_model[1:]
+    score = np.minimum(predicted_energy, (task.temperature_target_K - predicted_heat) / TEMPERATURE_UNIT_K)
+    # ties (a flat model): the nearer candidate, where the linear model is most trustworthy
+    score -= 1e-3 * np.linalg.norm(offsets, axis=1)
+    score[distances < MIN_SPACING] = -math.inf
+    if not np.isfinite(score).any():
+        return task.design(anchor)
+    return task.design(candidates[int(np.argmax(score))])
 
 
 def _radius(task: Task, probes: list[Probe]) -> float:
@@ -181,10 +166,10 @@ def _radius(task: Task, probes: list[Probe]) -> float:
     return radius
 
 
-def probes_from_messages(messages: list[dict]) -> tuple[list[Probe], list[tuple[float, float]], int]:
+def probes_from_messages(messages: list[dict]) -> tuple[list[Probe], list[tuple[float, ...]], int]:
     """(designs simulated so far, designs the tool could not simulate, tool calls made so far)."""
     probes: list[Probe] = []
-    failed: list[tuple[float, float]] = []
+    failed: list[tuple[float, ...]] = []
     asked: dict[str, dict] = {}
     calls = 0
     for message in messages:
@@ -197,7 +182,7 @@ def probes_from_messages(messages: list[dict]) -> tuple[list[Probe], list[tuple[
         elif message.get("role") == "tool":
             try:
                 result = json.loads(message_text(message.get("content")))
-                probes.append(Probe(float(result["pos_thickness_m"]), float(result["pos_porosity"]),
+                probes.append(Probe(tuple(float(result[variable.key]) for variable in DESIGN_VARIABLES),
                                     float(result["specific_energy_Wh_kg"]), float(result["peak_temperature_K"]),
                                     bool(result["both_targets_met"])))
                 continue
@@ -206,7 +191,7 @@ def probes_from_messages(messages: list[dict]) -> tuple[list[Probe], list[tuple[
             # an error: nothing was simulated; remember the design so it is not asked for again
             try:
                 arguments = json.loads(asked[str(message.get("tool_call_id"))]["arguments"])
-                failed.append((float(arguments["pos_thickness"]), float(arguments["pos_porosity"])))
+                failed.append(tuple(float(arguments[variable.argument]) for variable in DESIGN_VARIABLES))
             except (ValueError, TypeError, KeyError):
                 continue
     return probes, failed, calls
@@ -225,8 +210,9 @@ class SearchAgent(ReferenceAgent):
         solved = [probe for probe in probes if probe.met]
         if solved or calls >= task.budget or (len(failed) >= 2 and not probes):
             return self._answer(task, solved or probes)
-        thickness, porosity = next_design(task, probes, failed)
-        return tool_call_message(messages, (TOOL_NAME, {"pos_thickness": thickness, "pos_porosity": porosity}))
+        design = next_design(task, probes, failed)
+        arguments = {variable.argument: value for variable, value in zip(DESIGN_VARIABLES, design)}
+        return tool_call_message(messages, (TOOL_NAME, arguments))
 
     @staticmethod
     def _answer(task: Task, candidates: list[Probe]) -> dict:
@@ -237,8 +223,9 @@ class SearchAgent(ReferenceAgent):
         return {
             "role": "assistant",
             "content": (
-                f"The design with a {best.thickness_m * 1e6:.2f} µm positive electrode at porosity {best.porosity:g} "
-                f"gives {best.specific_energy:g} Wh/kg at a peak of {best.peak_temperature_K:g} K and {verdict}.\n\n"
-                f"{format_answer(best.thickness_m, best.porosity)}"
+                f"The design with a {best.values[0] * 1e6:.2f} µm positive electrode at porosity {best.values[1]:g}, "
+                f"negative porosity {best.values[2]:g} and N/P ratio {best.values[3]:g} gives "
+                f"{best.specific_energy:g} Wh/kg at a peak of {best.peak_temperature_K:g} K and {verdict}.\n\n"
+                f"{format_answer(*best.values)}"
             ),
         }

@@ -1,4 +1,4 @@
-"""The final-answer format ``\\boxed{thickness_m, porosity}``, shared by the prompt, the reward and the agent.
+"""The final-answer format ``\\boxed{pos_thickness_m, pos_porosity, neg_porosity, np_ratio}``, shared by the prompt, the reward and the agent.
 
 Model output may be megabytes of anything, so it is read with :mod:`bootcamp_core.answers` (linear time), never a
 regular expression that can backtrack (a pattern of optional spaces around optional brackets took seconds on a box of
@@ -15,12 +15,14 @@ from bootcamp_core import answers
 __all__ = ["ANSWER_FORMAT", "extract_design", "format_answer", "format_number"]
 
 #: How the model must give its final answer; quoted verbatim in the prompt.
-ANSWER_FORMAT = "\\boxed{pos_thickness_m, pos_porosity}"
+ANSWER_FORMAT = "\\boxed{pos_thickness_m, pos_porosity, neg_porosity, np_ratio}"
+#: Values in a design.
+SIZE = 4
 
 
 def _last_box(text: str) -> str | None:
     """The content of the last ``\\boxed{...}`` (whitespace allowed before the brace) that holds no brace, or ``None``:
-    two numbers need none."""
+    numbers need none."""
     return next((box for box in reversed(answers.boxed_contents(text)) if "{" not in box and "}" not in box), None)
 
 
@@ -29,35 +31,38 @@ def _number(text: str) -> float | None:
     return float(text) if answers.is_number(text) else None
 
 
-def _pair(content: str) -> tuple[float, float] | None:
-    """``a, b``, ``(a, b)``, ``a m, b`` or ``a; b`` (any spaces) as two numbers, else ``None``."""
+def _values(content: str) -> tuple[float, ...] | None:
+    """``a, b, c, d``, ``(a, b, c, d)``, ``a m, b, c, d`` or ``a; b; c; d`` (any spaces) as four numbers, else
+    ``None``."""
     content = content.strip()
     if content.startswith("("):
         content = content[1:].lstrip()
     if content.endswith(")"):
         content = content[:-1].rstrip()
-    if content.count(",") + content.count(";") != 1:
+    separator = ";" if ";" in content else ","
+    if separator == ";" and "," in content:
         return None
-    separator = "," if "," in content else ";"
-    left, right = content.split(separator)
-    left = left.rstrip()
-    if left.endswith("m"):
-        left = left[:-1].rstrip()
-    thickness, porosity = _number(left), _number(right.strip())
-    if thickness is None or porosity is None:
+    parts = [part.strip() for part in content.split(separator)]
+    if len(parts) != SIZE:
         return None
-    return thickness, porosity
+    if parts[0].endswith("m"):
+        parts[0] = parts[0][:-1].rstrip()
+    numbers = [_number(part) for part in parts]
+    if any(number is None for number in numbers):
+        return None
+    return tuple(numbers)
 
 
-def extract_design(text: Any) -> tuple[float, float] | None:
-    """(thickness in metres, porosity) from the last ``\\boxed{a, b}`` of the text; ``None`` if there is none."""
+def extract_design(text: Any) -> tuple[float, ...] | None:
+    """(positive thickness in metres, positive porosity, negative porosity, N/P ratio) from the last
+    ``\\boxed{a, b, c, d}`` of the text; ``None`` if there is none."""
     if not isinstance(text, str):
         return None
     content = _last_box(text)
     if content is None:
         return None
-    design = _pair(content)
-    if design is None or not (math.isfinite(design[0]) and math.isfinite(design[1])):
+    design = _values(content)
+    if design is None or not all(math.isfinite(value) for value in design):
         return None
     return design
 
@@ -67,6 +72,6 @@ def format_number(value: float) -> str:
     return repr(float(value))
 
 
-def format_answer(thickness_m: float, porosity: float) -> str:
-    """A final answer in the required format."""
-    return f"\\boxed{{{format_number(thickness_m)}, {format_number(porosity)}}}"
+def format_answer(*values: float) -> str:
+    """A final answer in the required format (the design's values in order)."""
+    return f"\\boxed{{{', '.join(format_number(value) for value in values)}}}"

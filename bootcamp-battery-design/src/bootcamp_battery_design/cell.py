@@ -3,14 +3,18 @@
 Everything here is plain arithmetic (no PyBaMM), shared by the simulator, the tool, the reward and the generator.
 
 The base cell is PyBaMM's ``Chen2020`` parameter set (an LG M50 21700 cell: graphite-SiOx negative, NMC811 positive,
-no binder, so each electrode's active-material volume fraction is ``1 - porosity``). A design sets the positive
-electrode's thickness ``L_p`` and porosity ``eps_p``; the rest of the cell follows so that the design stays physical:
+no binder, so each electrode's active-material volume fraction is ``1 - porosity``). A design sets four independent
+variables: the positive electrode's thickness ``L_p`` and porosity ``eps_p``, the negative electrode's porosity
+``eps_n``, and the N/P ratio ``r`` (the negative electrode's host capacity over the positive electrode's usable
+capacity). The rest of the cell follows so that the design stays physical:
 
-- **N/P balance.** The negative electrode is scaled with the positive's loading,
-  ``L_n = L_n0 * L_p (1 - eps_p) / (L_p0 (1 - eps_p0))``, with its porosity and both initial stoichiometries as in
-  Chen2020, so the ratio of negative to positive active material (and so which electrode limits) is that of the
-  measured cell for every design. Keeping the negative electrode fixed instead would let it limit any thick cathode:
-  the cathode's extra capacity could not be used and a "C-rate" current computed from it would be far too large.
+- **N/P ratio.** ``r = L_n (1 - eps_n) c_n,max / (L_p (1 - eps_p) c_p,max (y_0% - y_100%))``, with Chen2020's
+  maximum concentrations and the positive electrode's stoichiometry window (0.9084 discharged, 0.2661 charged), so
+  Chen2020's own cell has ``r = 1.039``. The negative electrode's thickness follows from ``r``:
+  ``L_n = L_n0 (r / r_0) (L_p (1 - eps_p) / (L_p0 (1 - eps_p0))) (1 - eps_n0) / (1 - eps_n)``. The cell's lithium
+  is that of the positive electrode's capacity whatever ``r`` is, so a larger negative electrode starts at a lower
+  stoichiometry (``c_n,0 = c_n0,0 r_0 / r``): extra anode costs mass and volume, and buys a lower current density per
+  anode area (less polarisation and heat at high rate) and a lower, flatter anode potential window.
 - **Fixed can.** The cell keeps Chen2020's can (volume and cooling surface, which the lumped thermal model uses), so a
   thicker stack means a shorter wound electrode: ``width = width0 * stack0 / stack`` with
   ``stack = L_cc,n + L_n + L_s + L_p + L_cc,p``.
@@ -34,13 +38,17 @@ import attrs
 __all__ = [
     "AMBIENT_RANGE_K",
     "C_RATE_RANGE",
+    "DESIGN_VARIABLES",
     "HEAT_TRANSFER_RANGE",
+    "NEGATIVE_POROSITY_RANGE",
+    "NP_RATIO_RANGE",
     "POROSITY_RANGE",
     "THICKNESS_RANGE_M",
     "CellDesign",
     "CellGeometry",
     "Conditions",
     "DesignError",
+    "DesignVariable",
     "geometry",
 ]
 
@@ -56,6 +64,16 @@ POSITIVE_COLLECTOR_THICKNESS = 16e-6
 ELECTRODE_HEIGHT = 0.065
 ELECTRODE_WIDTH_0 = 1.58
 NOMINAL_CAPACITY_0 = 5.0
+NEGATIVE_MAX_CONCENTRATION = 33133.0  # mol/m3
+POSITIVE_MAX_CONCENTRATION = 63104.0
+NEGATIVE_INITIAL_CONCENTRATION_0 = 29866.0
+#: The positive electrode's stoichiometry window (discharged, charged) that defines its usable capacity.
+POSITIVE_STOICHIOMETRY_WINDOW = (0.9084, 0.2661)
+#: Chen2020's own N/P ratio under this definition (1.03902), kept to the ratio's resolution so that the default
+#: design is exactly Chen2020's cell.
+NP_RATIO_0 = round((NEGATIVE_THICKNESS_0 * (1 - NEGATIVE_POROSITY) * NEGATIVE_MAX_CONCENTRATION) / (
+    POSITIVE_THICKNESS_0 * (1 - POSITIVE_POROSITY_0) * POSITIVE_MAX_CONCENTRATION
+    * (POSITIVE_STOICHIOMETRY_WINDOW[0] - POSITIVE_STOICHIOMETRY_WINDOW[1])), 4)
 STACK_0 = (
     NEGATIVE_COLLECTOR_THICKNESS + NEGATIVE_THICKNESS_0 + SEPARATOR_THICKNESS + POSITIVE_THICKNESS_0
     + POSITIVE_COLLECTOR_THICKNESS
@@ -75,6 +93,10 @@ ELECTROLYTE_DENSITY = 1280.0  # 1 M LiPF6 in EC:EMC
 THICKNESS_RANGE_M = (40e-6, 140e-6)
 #: Porosity of the positive electrode; its active-material fraction is ``1 - porosity`` (no binder in Chen2020).
 POROSITY_RANGE = (0.20, 0.50)
+#: Porosity of the negative electrode (Chen2020: 0.25).
+NEGATIVE_POROSITY_RANGE = (0.20, 0.45)
+#: N/P ratio: below 1.0 the negative electrode cannot hold the cell's lithium (plating, which the model lacks).
+NP_RATIO_RANGE = (1.0, 1.5)
 #: Supported operating conditions. Up to 2C, from 15 to 35 °C and with at least 10 W/(m2 K) of cooling, every
 #: design in the box stays below about 362 K with the lumped thermal model (measured over a grid of the box at the
 #: hottest corner); with weaker cooling the lumped temperature runs far past where the model has any thermal limits.
@@ -87,6 +109,7 @@ HEAT_TRANSFER_RANGE = (10.0, 40.0)
 #: design written with different digits is the same simulation.
 THICKNESS_RESOLUTION_M = 1e-8
 POROSITY_RESOLUTION = 1e-4
+RATIO_RESOLUTION = 1e-4
 
 
 class DesignError(ValueError):
@@ -120,27 +143,63 @@ def _within(value: float, bounds: tuple[float, float], name: str, unit: str, hin
 
 
 @attrs.frozen
+class DesignVariable:
+    """One design variable: its tool argument, its key in identities and tool results, box, resolution and unit."""
+
+    argument: str
+    key: str
+    bounds: tuple[float, float]
+    resolution: float
+    unit: str
+    description: str
+
+
+#: The design variables, in the order of the answer ``\boxed{...}``.
+DESIGN_VARIABLES = (
+    DesignVariable("pos_thickness", "pos_thickness_m", THICKNESS_RANGE_M, THICKNESS_RESOLUTION_M, " m",
+                   "Positive electrode thickness in metres (not micrometres), e.g. 8.5e-05 for 85 µm"),
+    DesignVariable("pos_porosity", "pos_porosity", POROSITY_RANGE, POROSITY_RESOLUTION, "",
+                   "Positive electrode porosity (electrolyte volume fraction); the rest is active material"),
+    DesignVariable("neg_porosity", "neg_porosity", NEGATIVE_POROSITY_RANGE, POROSITY_RESOLUTION, "",
+                   "Negative electrode porosity (electrolyte volume fraction); the rest is active material"),
+    DesignVariable("np_ratio", "np_ratio", NP_RATIO_RANGE, RATIO_RESOLUTION, "",
+                   "N/P ratio: negative electrode capacity over positive electrode capacity; sets the negative "
+                   "electrode's thickness"),
+)
+
+
+@attrs.frozen
 class CellDesign:
-    """The positive electrode's thickness [m] and porosity, rounded to the simulation's resolution."""
+    """Positive thickness [m] and porosity, negative porosity and N/P ratio, rounded to the simulation's resolution."""
 
     thickness_m: float = attrs.field(converter=lambda value: _resolve(value, THICKNESS_RESOLUTION_M))
     porosity: float = attrs.field(converter=lambda value: _resolve(value, POROSITY_RESOLUTION))
+    neg_porosity: float = attrs.field(default=NEGATIVE_POROSITY,
+                                      converter=lambda value: _resolve(value, POROSITY_RESOLUTION))
+    np_ratio: float = attrs.field(default=NP_RATIO_0,
+                                  converter=lambda value: _resolve(value, RATIO_RESOLUTION))
+
+    @property
+    def values(self) -> tuple[float, float, float, float]:
+        """The design variables in the order of :data:`DESIGN_VARIABLES`."""
+        return self.thickness_m, self.porosity, self.neg_porosity, self.np_ratio
 
     @classmethod
-    def parse(
-        cls,
-        thickness: Any,
-        porosity: Any,
-        thickness_range: tuple[float, float] = THICKNESS_RANGE_M,
-        porosity_range: tuple[float, float] = POROSITY_RANGE,
-    ) -> CellDesign:
-        """A design from raw values, with a clear :class:`DesignError` for anything outside the box."""
-        thickness_m = _number(thickness, "pos_thickness")
-        hint = ""
-        if 1.0 <= thickness_m <= 1000.0:
-            hint = f" (lengths are in metres: {thickness_m:g} µm is {thickness_m * 1e-6:.3g} m)"
-        _within(thickness_m, thickness_range, "pos_thickness", " m", hint)
-        return cls(thickness_m, _within(_number(porosity, "pos_porosity"), porosity_range, "pos_porosity", ""))
+    def parse(cls, *values: Any, bounds: Any = None) -> CellDesign:
+        """A design from raw values (in the order of :data:`DESIGN_VARIABLES`), with a clear :class:`DesignError`
+        for anything outside the box (``bounds``: one ``(low, high)`` per variable; the supported box by default)."""
+        if len(values) != len(DESIGN_VARIABLES):
+            raise DesignError(f"a design has {len(DESIGN_VARIABLES)} values "
+                              f"({', '.join(variable.argument for variable in DESIGN_VARIABLES)}), got {len(values)}")
+        bounds = bounds or [variable.bounds for variable in DESIGN_VARIABLES]
+        checked = []
+        for variable, value, box in zip(DESIGN_VARIABLES, values, bounds):
+            number = _number(value, variable.argument)
+            hint = ""
+            if variable.unit == " m" and 1.0 <= number <= 1000.0:
+                hint = f" (lengths are in metres: {number:g} µm is {number * 1e-6:.3g} m)"
+            checked.append(_within(number, (float(box[0]), float(box[1])), variable.argument, variable.unit, hint))
+        return cls(*checked)
 
 
 @attrs.frozen
@@ -169,6 +228,7 @@ class CellGeometry:
     """What a design implies for the rest of the cell (see the module docstring for the formulas)."""
 
     negative_thickness_m: float
+    negative_initial_concentration: float  # mol/m3: the cell's lithium is the positive electrode's capacity
     electrode_width_m: float
     nominal_capacity_Ah: float
     mass_per_area_kg_m2: float
@@ -176,22 +236,26 @@ class CellGeometry:
 
 
 def geometry(design: CellDesign) -> CellGeometry:
-    """The matched negative electrode, the electrode width that fills the can, the capacity and the mass."""
+    """The negative electrode the N/P ratio asks for, the electrode width that fills the can, the capacity and the
+    mass."""
     loading = design.thickness_m * (1 - design.porosity) / (POSITIVE_THICKNESS_0 * (1 - POSITIVE_POROSITY_0))
-    negative = NEGATIVE_THICKNESS_0 * loading
+    negative = (NEGATIVE_THICKNESS_0 * (design.np_ratio / NP_RATIO_0) * loading
+                * (1 - NEGATIVE_POROSITY) / (1 - design.neg_porosity))
     stack = (NEGATIVE_COLLECTOR_THICKNESS + negative + SEPARATOR_THICKNESS + design.thickness_m
              + POSITIVE_COLLECTOR_THICKNESS)
     width = ELECTRODE_WIDTH_0 * STACK_0 / stack
+    eps_n = design.neg_porosity
     mass_per_area = (
         COPPER_DENSITY * NEGATIVE_COLLECTOR_THICKNESS
         + ALUMINIUM_DENSITY * POSITIVE_COLLECTOR_THICKNESS
-        + negative * ((1 - NEGATIVE_POROSITY) * GRAPHITE_DENSITY + NEGATIVE_POROSITY * ELECTROLYTE_DENSITY)
+        + negative * ((1 - eps_n) * GRAPHITE_DENSITY + eps_n * ELECTROLYTE_DENSITY)
         + SEPARATOR_THICKNESS * ((1 - SEPARATOR_POROSITY) * SEPARATOR_POLYMER_DENSITY
                                  + SEPARATOR_POROSITY * ELECTROLYTE_DENSITY)
         + design.thickness_m * ((1 - design.porosity) * NMC811_DENSITY + design.porosity * ELECTROLYTE_DENSITY)
     )
     return CellGeometry(
         negative_thickness_m=negative,
+        negative_initial_concentration=NEGATIVE_INITIAL_CONCENTRATION_0 * NP_RATIO_0 / design.np_ratio,
         electrode_width_m=width,
         nominal_capacity_Ah=NOMINAL_CAPACITY_0 * loading * width / ELECTRODE_WIDTH_0,
         mass_per_area_kg_m2=mass_per_area,

@@ -10,9 +10,8 @@ from bootcamp_battery_design.answer import ANSWER_FORMAT
 from bootcamp_battery_design.cell import (
     AMBIENT_RANGE_K,
     C_RATE_RANGE,
+    DESIGN_VARIABLES,
     HEAT_TRANSFER_RANGE,
-    POROSITY_RANGE,
-    THICKNESS_RANGE_M,
     CellDesign,
     Conditions,
 )
@@ -25,16 +24,21 @@ DEFAULTS: dict[str, Any] = {
     "c_rate": list(C_RATE_RANGE),
     "ambient_temperature_K": list(AMBIENT_RANGE_K),
     "heat_transfer_coefficient": list(HEAT_TRANSFER_RANGE),
-    "pos_thickness_m": list(THICKNESS_RANGE_M),
-    "pos_porosity": list(POROSITY_RANGE),
+    **{variable.key: list(variable.bounds) for variable in DESIGN_VARIABLES},
+    "oracle_candidates": 4,
+    "oracle_steps": 8,
     "energy_fraction": 0.99,
-    "temperature_margin_K": 1.0,
-    "budget": 8,
+    "temperature_margin_K": 0.3,
+    "budget": 12,
     "min_utilisation": 0.8,
     "max_oracle_temperature_K": 345.0,
     "max_draws": 100,
 }
 
+#: The price of heat against energy that picks the oracle is drawn log-uniformly in [1/PRICE_SPREAD, PRICE_SPREAD].
+PRICE_SPREAD = 3.0
+#: Step of the oracle's evolution strategy, in normalised box units: initial, smallest and largest.
+ORACLE_STEP = (0.15, 0.02, 0.3)
 #: Decimals kept of each drawn condition (C-rate, K, W/(m2 K)), so prompts and identities stay short and exact.
 CONDITION_DECIMALS = (2, 1, 1)
 
@@ -75,6 +79,9 @@ class CellDesignGenerator(TaskGenerator):
     """
 
     name: ClassVar[str] = "cell_design"
+    hidden_fields: ClassVar[tuple[str, ...]] = ("oracle",)
+    #: Room for the whole default budget of simulator calls and the answer.
+    limits: ClassVar[dict[str, int]] = {"max_assistant_turns": 16, "max_user_turns": 32}
     tools: ClassVar[tuple[str, ...]] = ("run_battery_simulation",)
     reward: ClassVar[str] = "cell_design"
 
@@ -87,8 +94,10 @@ class CellDesignGenerator(TaskGenerator):
         self.c_rate = _range(settings, "c_rate", C_RATE_RANGE)
         self.ambient = _range(settings, "ambient_temperature_K", AMBIENT_RANGE_K)
         self.cooling = _range(settings, "heat_transfer_coefficient", HEAT_TRANSFER_RANGE)
-        self.thickness = _range(settings, "pos_thickness_m", THICKNESS_RANGE_M)
-        self.porosity = _range(settings, "pos_porosity", POROSITY_RANGE)
+        self.box = tuple(_range(settings, variable.key, variable.bounds) for variable in DESIGN_VARIABLES)
+        self.candidates = _positive(settings, "oracle_candidates", integer=True)
+        self.steps = int(settings["oracle_steps"]) if settings["oracle_steps"] == 0 else _positive(
+            settings, "oracle_steps", integer=True)
         self.energy_fraction = _positive(settings, "energy_fraction")
         if self.energy_fraction > 1:
             raise ConfigError(f"energy_fraction must be in (0, 1], got {self.energy_fraction!r}",
@@ -104,18 +113,65 @@ class CellDesignGenerator(TaskGenerator):
                   for bounds, decimals in zip((self.c_rate, self.ambient, self.cooling), CONDITION_DECIMALS)]
         return Conditions(*values)
 
+    def _draw_oracle(self, rng: random.Random, conditions: Conditions) -> tuple[CellDesign, Any] | None:
+        """A design near the energy/heat front of the conditions, at a random place along it, or ``None``.
+
+        The merit of a design is ``E / E_scale - price * (T_peak - T_ambient) / rise_scale``, with the price of heat
+        drawn log-uniformly in [1/PRICE_SPREAD, PRICE_SPREAD]. The best of ``oracle_candidates`` random usable designs
+        is improved by ``oracle_steps`` steps of a (1+1) evolution strategy in the normalised box (a Gaussian step
+        around the best design so far, widened after a success and narrowed after a failure), so a design that meets
+        the oracle's targets must be a good design for these conditions, not one of the many mediocre ones.
+        """
+        simulator = get_simulator()
+        price = math.exp(rng.uniform(-math.log(PRICE_SPREAD), math.log(PRICE_SPREAD)))
+        scale = {"energy": 0.0, "rise": 1.0}
+
+        def usable(design: CellDesign) -> Any:
+            try:
+                result = simulator.simulate(design, conditions)
+            except SimulationError:
+                return None
+            if result.utilisation < self.min_utilisation or result.peak_temperature_K > self.max_temperature:
+                return None
+            return result
+
+        def merit(result: Any) -> float:
+            rise = result.peak_temperature_K - conditions.ambient_temperature_K
+            return result.specific_energy_Wh_kg / scale["energy"] - price * rise / scale["rise"]
+
+        found = []
+        for _ in range(self.candidates):
+            point = [rng.random() for _ in self.box]
+            result = usable(self._design(point))
+            if result is not None:
+                found.append((point, result))
+        if not found:
+            return None
+        scale["energy"] = max(result.specific_energy_Wh_kg for _, result in found)
+        scale["rise"] = max(max(result.peak_temperature_K for _, result in found) - conditions.ambient_temperature_K,
+                            1.0)
+        point, best = max(found, key=lambda item: merit(item[1]))
+        step = ORACLE_STEP[0]
+        for _ in range(self.steps):
+            trial = [min(max(value + rng.gauss(0.0, step), 0.0), 1.0) for value in point]
+            result = usable(self._design(trial))
+            if result is not None and merit(result) > merit(best):
+                point, best, step = trial, result, min(ORACLE_STEP[2], step * 1.5)
+            else:
+                step = max(ORACLE_STEP[1], step * 0.6)
+        return self._design(point), best
+
+    def _design(self, point: list[float]) -> CellDesign:
+        return CellDesign(*(low + value * (high - low) for value, (low, high) in zip(point, self.box)))
+
     def case_generator(self, rng: random.Random) -> dict:
         """Conditions, targets, the search box, the budget and the hidden ``oracle``, drawn only from ``rng``."""
-        simulator = get_simulator()
         for _ in range(self.max_draws):
             conditions = self._draw_conditions(rng)
-            oracle = CellDesign(rng.uniform(*self.thickness), rng.uniform(*self.porosity))
-            try:
-                result = simulator.simulate(oracle, conditions)
-            except SimulationError:
+            drawn = self._draw_oracle(rng, conditions)
+            if drawn is None:
                 continue
-            if result.utilisation < self.min_utilisation or result.peak_temperature_K > self.max_temperature:
-                continue
+            oracle, result = drawn
             energy_target = math.floor(self.energy_fraction * result.specific_energy_Wh_kg * 10) / 10
             temperature_target = math.ceil((result.peak_temperature_K + self.temperature_margin) * 100) / 100
             return {
@@ -128,11 +184,10 @@ class CellDesignGenerator(TaskGenerator):
                     "min_specific_energy_Wh_kg": energy_target,
                     "max_peak_temperature_K": temperature_target,
                 },
-                "bounds": {"pos_thickness_m": list(self.thickness), "pos_porosity": list(self.porosity)},
+                "bounds": {variable.key: list(bounds) for variable, bounds in zip(DESIGN_VARIABLES, self.box)},
                 "budget": self.budget,
                 "oracle": {
-                    "pos_thickness_m": oracle.thickness_m,
-                    "pos_porosity": oracle.porosity,
+                    **{variable.key: value for variable, value in zip(DESIGN_VARIABLES, oracle.values)},
                     "specific_energy_Wh_kg": round(result.specific_energy_Wh_kg, 3),
                     "peak_temperature_K": round(result.peak_temperature_K, 3),
                 },
@@ -145,10 +200,11 @@ class CellDesignGenerator(TaskGenerator):
     def prompt_func(self, identity: dict, rng: random.Random) -> str:
         """The conditions, the targets, the box, the budget and the answer format; never the oracle."""
         conditions, targets, bounds = identity["conditions"], identity["targets"], identity["bounds"]
-        thickness, porosity = bounds["pos_thickness_m"], bounds["pos_porosity"]
+        box = "\n".join(f"- `{variable.argument}`: {variable.description}, between {bounds[variable.key][0]:g} and "
+                        f"{bounds[variable.key][1]:g}" for variable in DESIGN_VARIABLES)
         return (
-            "Design the positive electrode of a lithium-ion cell (NMC811 cathode, graphite anode, PyBaMM's Chen2020 "
-            "21700 cell simulated with the Doyle-Fuller-Newman model and a lumped thermal model).\n\n"
+            "Design the electrodes of a lithium-ion cell (NMC811 cathode, graphite anode, PyBaMM's Chen2020 21700 "
+            "cell simulated with the Doyle-Fuller-Newman model and a lumped thermal model).\n\n"
             "Operating conditions of the constant-current discharge from full charge to 2.5 V:\n"
             f"- discharge rate: {conditions['c_rate']:g}C\n"
             f"- ambient and initial temperature: {conditions['ambient_temperature_K']:g} K\n"
@@ -156,13 +212,12 @@ class CellDesignGenerator(TaskGenerator):
             "Targets, both to be met:\n"
             f"- specific energy at least {targets['min_specific_energy_Wh_kg']:g} Wh/kg\n"
             f"- peak cell temperature at most {targets['max_peak_temperature_K']:g} K\n\n"
-            "Choose the positive electrode thickness (in metres, between "
-            f"{thickness[0]:g} and {thickness[1]:g}) and porosity (between {porosity[0]:g} and {porosity[1]:g}). "
-            "The negative electrode is scaled with the positive one to keep the cell's N/P balance, and the "
-            "electrode length adapts so the jelly roll fills the same can.\n\n"
+            f"Choose the four design variables:\n{box}\n\n"
+            "The negative electrode's thickness follows from the N/P ratio (the cell's lithium is the positive "
+            "electrode's capacity), and the electrode length adapts so the jelly roll fills the same can.\n\n"
             f"You can call `run_battery_simulation` at most {identity['budget']} times; each call simulates one "
             "design under these conditions and reports its specific energy, peak temperature, discharge time and "
             "mass, and whether each target is met. "
-            f"Give your final design in exactly this form, thickness in metres first:\n\n{ANSWER_FORMAT}\n\n"
-            "for example \\boxed{8.5e-05, 0.32}."
+            f"Give your final design in exactly this form, in this order:\n\n{ANSWER_FORMAT}\n\n"
+            "for example \\boxed{8.5e-05, 0.32, 0.25, 1.1}."
         )

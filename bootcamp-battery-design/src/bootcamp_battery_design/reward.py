@@ -34,7 +34,7 @@ def soft_score(
 
 
 class CellDesignReward(Reward):
-    """1.0 when the last ``\\boxed{thickness_m, porosity}`` meets both targets when simulated again, else 0.0.
+    """1.0 when the last ``\\boxed{...}`` design meets both targets when simulated again, else 0.0.
 
     The design must lie in the task's box. With the verify kwarg (or config) ``soft=True`` a design that misses gets
     partial credit: the mean of ``1 - shortfall / soft_energy_scale`` (relative specific-energy shortfall, default
@@ -51,14 +51,13 @@ class CellDesignReward(Reward):
         config_number(self, config, "soft_temperature_scale_K", SOFT_TEMPERATURE_SCALE_K, low=0.0)
 
     def extract_output(self, output: str) -> tuple[float, float] | None:
-        """(thickness in metres, porosity) from the last ``\\boxed{...}``, or ``None``."""
+        """The design's four values from the last ``\\boxed{...}``, or ``None``."""
         return extract_design(output)
 
     def verify_correction(self, extracted: Any, identity: dict, **kwargs: Any) -> float:
         """Simulate the design under the identity's conditions (the process's shared simulator and cache)."""
         try:
-            thickness, porosity = design_bounds(identity)
-            design = CellDesign.parse(extracted[0], extracted[1], thickness, porosity)
+            design = CellDesign.parse(*extracted, bounds=design_bounds(identity))
             result = get_simulator().simulate(design, Conditions.from_identity(identity))
             targets = identity["targets"]
         except (DesignError, KeyError, TypeError, IndexError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from bootcamp_battery_design.cell import POROSITY_RANGE, THICKNESS_RANGE_M, CellDesign, Conditions, DesignError
+from bootcamp_battery_design.cell import DESIGN_VARIABLES, CellDesign, Conditions, DesignError
 from bootcamp_battery_design.simulator import CellPerformance, get_simulator
 from bootcamp_core import CallBudget, Tool, config_whole_number
 
@@ -13,15 +13,15 @@ __all__ = ["DEFAULT_BUDGET", "BatterySimulationTool", "design_bounds", "report"]
 
 #: Calls per episode when neither the identity nor the tool config sets a budget.
 DEFAULT_BUDGET = 8
-_PARAMETERS = ("pos_thickness", "pos_porosity")
+_PARAMETERS = tuple(variable.argument for variable in DESIGN_VARIABLES)
 
 
-def design_bounds(identity: dict) -> tuple[tuple[float, float], tuple[float, float]]:
-    """The task's search box (thickness in metres, porosity); the full supported box when the identity has none."""
+def design_bounds(identity: dict) -> tuple[tuple[float, float], ...]:
+    """The task's search box, one ``(low, high)`` per design variable; the supported range where the identity has
+    none."""
     bounds = identity.get("bounds") or {}
-    thickness = bounds.get("pos_thickness_m", THICKNESS_RANGE_M)
-    porosity = bounds.get("pos_porosity", POROSITY_RANGE)
-    return (float(thickness[0]), float(thickness[1])), (float(porosity[0]), float(porosity[1]))
+    return tuple((float(box[0]), float(box[1]))
+                 for box in (bounds.get(variable.key, variable.bounds) for variable in DESIGN_VARIABLES))
 
 
 def report(design: CellDesign, result: CellPerformance, targets: dict) -> dict[str, Any]:
@@ -29,8 +29,7 @@ def report(design: CellDesign, result: CellPerformance, targets: dict) -> dict[s
     energy_met = result.specific_energy_Wh_kg >= float(targets["min_specific_energy_Wh_kg"])
     temperature_met = result.peak_temperature_K <= float(targets["max_peak_temperature_K"])
     return {
-        "pos_thickness_m": design.thickness_m,
-        "pos_porosity": design.porosity,
+        **{variable.key: value for variable, value in zip(DESIGN_VARIABLES, design.values)},
         "specific_energy_Wh_kg": round(result.specific_energy_Wh_kg, 2),
         "peak_temperature_K": round(result.peak_temperature_K, 2),
         "discharge_time_s": round(result.discharge_time_s, 1),
@@ -52,26 +51,18 @@ class BatterySimulationTool(Tool):
     name: ClassVar[str] = "run_battery_simulation"
     description: ClassVar[str] = (
         "Simulate a constant-current discharge (DFN model with lumped thermal, PyBaMM) of the cell with the given "
-        "positive electrode design under this task's operating conditions. Returns specific energy [Wh/kg], peak "
+        "electrode design under this task's operating conditions. Returns specific energy [Wh/kg], peak "
         "temperature [K], discharge time [s], mass [kg] and whether each target is met. Limited number of calls."
     )
     parameters: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "pos_thickness": {
+            variable.argument: {
                 "type": "number",
-                "description": (
-                    "Positive electrode thickness in metres (not micrometres), e.g. 8.5e-05 for 85 µm; allowed "
-                    f"{THICKNESS_RANGE_M[0]:g} to {THICKNESS_RANGE_M[1]:g} unless the task says otherwise."
-                ),
-            },
-            "pos_porosity": {
-                "type": "number",
-                "description": (
-                    f"Positive electrode porosity (electrolyte volume fraction), {POROSITY_RANGE[0]:g} to "
-                    f"{POROSITY_RANGE[1]:g}; the rest is active material."
-                ),
-            },
+                "description": (f"{variable.description}; allowed {variable.bounds[0]:g} to {variable.bounds[1]:g} "
+                                "unless the task says otherwise."),
+            }
+            for variable in DESIGN_VARIABLES
         },
         "required": list(_PARAMETERS),
         "additionalProperties": False,
@@ -120,15 +111,14 @@ class BatterySimulationTool(Tool):
     @staticmethod
     def _design(parameters: Any, identity: dict) -> CellDesign:
         if not isinstance(parameters, dict):
-            raise DesignError(f"arguments must be an object with {' and '.join(_PARAMETERS)}")
+            raise DesignError(f"arguments must be an object with {', '.join(_PARAMETERS)}")
         unknown = sorted(set(parameters) - set(_PARAMETERS))
         if unknown:
-            raise DesignError(f"unknown argument {unknown[0]!r}; expected {' and '.join(_PARAMETERS)}")
+            raise DesignError(f"unknown argument {unknown[0]!r}; expected {', '.join(_PARAMETERS)}")
         missing = [name for name in _PARAMETERS if name not in parameters]
         if missing:
-            raise DesignError(f"missing argument {missing[0]!r}; expected {' and '.join(_PARAMETERS)}")
-        thickness, porosity = design_bounds(identity)
-        return CellDesign.parse(parameters["pos_thickness"], parameters["pos_porosity"], thickness, porosity)
+            raise DesignError(f"missing argument {missing[0]!r}; expected {', '.join(_PARAMETERS)}")
+        return CellDesign.parse(*(parameters[name] for name in _PARAMETERS), bounds=design_bounds(identity))
 
     def _metrics(self, instance_id: str, simulated: bool) -> dict:
         return {**self.budget.metrics(instance_id), "simulated": simulated}

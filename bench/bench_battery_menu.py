@@ -1,0 +1,171 @@
+"""bootcamp-battery-design shortcut benchmark: the best fixed menu of designs, and what every policy scores.
+
+1. ``menu``: 256 Latin-hypercube designs of the default design box (seeded, rounded to round numbers) are simulated
+   under the conditions of 40 train-split tasks of the default config; a design covers a task when it meets both of
+   the task's targets. Greedy set cover picks 8 designs (each the one covering the most tasks not yet covered): the
+   best fixed menu of 8, printed as Python for ``tests/test_shortcuts.py``. Its first pick is the best constant
+   design (the one that meets the most tasks alone).
+2. ``table``: every policy of ``tests/test_shortcuts.py`` (the replayed menu, the constant design, the reference
+   agent with the oracle removed from what it receives) on N test-split tasks per default level through
+   ``run_episode``: mean score and solved share per level, as a Markdown table for the README.
+
+Run: ``python bench/bench_battery_menu.py menu`` (``--designs``, ``--tasks``, ``--workers``; ``--matrix FILE`` keeps
+the simulated matrix, so a rerun with other targets costs no solve) and ``python bench/bench_battery_menu.py table``
+(``--per-level``). Never part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+os.environ["PYBAMM_DISABLE_TELEMETRY"] = "true"
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def latin_hypercube(count: int, seed: int) -> list[tuple[float, ...]]:
+    """``count`` designs, one per stratum of every variable's range, each value rounded to 3 significant digits."""
+    from bootcamp_battery_design.cell import DESIGN_VARIABLES
+
+    rng = random.Random(seed)
+    columns = []
+    for variable in DESIGN_VARIABLES:
+        low, high = variable.bounds
+        strata = list(range(count))
+        rng.shuffle(strata)
+        columns.append([float(f"{low + (stratum + rng.random()) / count * (high - low):.3g}") for stratum in strata])
+    return [tuple(min(max(value, variable.bounds[0]), variable.bounds[1])
+                  for value, variable in zip(row, DESIGN_VARIABLES)) for row in zip(*columns)]
+
+
+def _results(job: tuple[dict, list[tuple[float, ...]]]) -> list[list[float] | None]:
+    """(specific energy, peak temperature) of every design under one task's conditions; None where it failed."""
+    from bootcamp_battery_design.cell import CellDesign, Conditions
+    from bootcamp_battery_design.simulator import SimulationError, get_simulator
+
+    identity, designs = job
+    conditions = Conditions.from_identity(identity)
+    rows: list[list[float] | None] = []
+    for values in designs:
+        try:
+            result = get_simulator().simulate(CellDesign(*values), conditions)
+            rows.append([result.specific_energy_Wh_kg, result.peak_temperature_K])
+        except SimulationError:
+            rows.append(None)
+    return rows
+
+
+def _records(split: str, count: int) -> list[dict]:
+    from bootcamp_core.testing import generate_records, registry_of
+
+    samples = f"{split}:{count}" if split == "test" else f"{split}:{count},test:1"
+    return generate_records("battery_design", registry_of("battery_design"), split=split,
+                            overrides={"split_samples": samples})
+
+
+def menu(args: argparse.Namespace) -> None:
+    from multiprocessing import get_context
+
+    started = time.perf_counter()
+    records = _records("train", args.tasks)
+    identities = [record["reward_model"]["ground_truth"] for record in records]
+    if args.identities:
+        Path(args.identities).write_text(json.dumps(identities))
+    designs = latin_hypercube(args.designs, args.seed)
+    print(f"{len(identities)} train tasks generated in {time.perf_counter() - started:.0f} s", flush=True)
+    matrix_path = Path(args.matrix) if args.matrix else None
+    cached = json.loads(matrix_path.read_text()) if matrix_path and matrix_path.exists() else {}
+    keys = [json.dumps(identity["conditions"], sort_keys=True) for identity in identities]
+    todo = [] if args.cached_only else [(key, identity) for key, identity in zip(keys, identities) if key not in cached]
+    if args.cached_only:  # the tasks whose matrix rows an earlier (perhaps interrupted) run kept
+        kept = [index for index, key in enumerate(keys) if key in cached]
+        identities, keys = [identities[index] for index in kept], [keys[index] for index in kept]
+    started = time.perf_counter()
+    with get_context("fork").Pool(args.workers) as pool:
+        for done, (key, rows) in enumerate(zip((key for key, _ in todo),
+                                               pool.imap(_results, [(identity, designs) for _, identity in todo])), 1):
+            cached[key] = rows
+            if matrix_path:
+                matrix_path.write_text(json.dumps(cached))
+            print(f"  task {done}/{len(todo)}: {time.perf_counter() - started:.0f} s", flush=True)
+    solves = len(todo) * len(designs)
+    print(f"{solves} solves in {time.perf_counter() - started:.0f} s", flush=True)
+
+    def meets(row: list[float] | None, identity: dict) -> bool:
+        targets = identity["targets"]
+        return row is not None and row[0] >= targets["min_specific_energy_Wh_kg"] and \
+            row[1] <= targets["max_peak_temperature_K"]
+
+    covers = [{task for task, (key, identity) in enumerate(zip(keys, identities)) if meets(cached[key][index], identity)}
+              for index in range(len(designs))]
+    chosen: list[int] = []
+    covered: set[int] = set()
+    for _ in range(args.size):
+        # most tasks not yet covered; ties (and nothing left to cover): most tasks in all, then the earlier design
+        best = max((index for index in range(len(designs)) if index not in chosen),
+                   key=lambda index: (len(covers[index] - covered), len(covers[index]), -index))
+        chosen.append(best)
+        covered |= covers[best]
+    print(f"best constant design meets {len(covers[chosen[0]])}/{len(identities)} train tasks; "
+          f"the menu of {args.size} covers {len(covered)}/{len(identities)}")
+    print("MENU = (")
+    for index in chosen:
+        print(f"    {tuple(designs[index])!r},")
+    print(")")
+
+
+def table(args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(ROOT / "bootcamp-battery-design" / "tests"))
+    import test_shortcuts as shortcuts
+
+    from bootcamp_core.testing import play_episodes, registry_of, scripted_policy
+
+    registry = registry_of("battery_design")
+    records = _records("test", len(shortcuts.LEVELS) * args.per_level)
+    by_level = {level: [record for record in records if record["extra_info"]["generator_name"] == level]
+                for level in shortcuts.LEVELS}
+    rows = []
+    for name, turn in shortcuts.POLICIES.items():
+        cells = []
+        for level in shortcuts.LEVELS:
+            started = time.perf_counter()
+            results = play_episodes(by_level[level], registry, policy=scripted_policy(turn))
+            mean = sum(result.score for result in results) / len(results)
+            solved = sum(result.solved for result in results) / len(results)
+            calls = sum(result.turn_record["tool_calls"] for result in results) / len(results)
+            cells.append(f"{mean:.2f} / {solved:.0%} ({calls:.1f} calls)")
+            print(f"{name} {level}: mean {mean:.2f}, solved {solved:.0%}, {calls:.1f} calls per task, "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"\n{args.per_level} test-split tasks per level; mean score / solved share (simulator calls per task)\n")
+    print("| policy | " + " | ".join(shortcuts.LEVELS) + " |")
+    print("|---|" + "---|" * len(shortcuts.LEVELS))
+    print("\n".join(rows))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    chooser = commands.add_parser("menu", help="choose the best fixed menu by greedy set cover")
+    chooser.add_argument("--designs", type=int, default=256)
+    chooser.add_argument("--tasks", type=int, default=40)
+    chooser.add_argument("--size", type=int, default=8)
+    chooser.add_argument("--seed", type=int, default=2026)
+    chooser.add_argument("--workers", type=int, default=2)
+    chooser.add_argument("--matrix", default="", help="JSON file keeping the simulated matrix between runs")
+    chooser.add_argument("--identities", default="", help="JSON file to write the train tasks' identities to")
+    chooser.add_argument("--cached-only", action="store_true", help="cover only the tasks the matrix file holds")
+    scorer = commands.add_parser("table", help="every policy of the shortcut tests, per default level")
+    scorer.add_argument("--per-level", type=int, default=20)
+    args = parser.parse_args()
+    {"menu": menu, "table": table}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Shortcut policies against the default tasks: designing without physics must fail, the reference agent must not.
+
+Every policy plays generated test-split tasks of each default level through ``run_episode`` (the real tool, the real
+reward). The shortcuts are built strong:
+
+- ``menu``: the best fixed menu of 8 designs, chosen by greedy set cover over 256 Latin-hypercube designs on 40
+  train-split tasks (``bench/bench_battery_menu.py``; the menu is committed below and replayed here). It simulates
+  the menu's designs in order and answers the first that meets both targets (else the closest it saw).
+- ``constant``: the single design that met the most of those train tasks, answered at once without a tool call.
+
+The menu was chosen on the 18 of those 40 train tasks whose 256 designs had been simulated when the run was stopped,
+with the targets of a stricter setting (12 oracle steps, 0.15 K margin); rerun the bench to refresh it.
+
+The reference agent plays the same tasks with the identity's ``hidden_fields`` (the oracle) removed from what it
+receives, so it cannot read the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from bootcamp_battery_design.agent import SearchAgent
+from bootcamp_battery_design.answer import format_answer
+from bootcamp_battery_design.cell import DESIGN_VARIABLES
+from bootcamp_battery_design.generator import CellDesignGenerator
+from bootcamp_core import EpisodeResult, Registry, RolloutLimits, message_text, tool_call_message
+from bootcamp_core.testing import generate_records, play_episodes, scripted_policy
+
+#: The generator's recommended limits, as `bootcamp eval` uses them.
+LIMITS = RolloutLimits(**CellDesignGenerator.limits)
+#: The default levels of configs/default.yaml.
+LEVELS = ("gentle", "moderate", "fast")
+#: Test-split tasks played per level.
+TASKS_PER_LEVEL = 20
+#: Solved share each shortcut may reach at most, and the reference agent at least, at every level. These are what
+#: the default tasks achieve today (measured: menu 85% / 70% / 45%, constant 15% / 25% / 10%, reference 90% at each
+#: level), so any regression fails. They are not yet the goal of at most 20% for every shortcut and at least 95% for
+#: the reference agent: the menu still finds a design near the front of most gentle tasks.
+SHORTCUT_CEILING = {"menu": 0.85, "constant": 0.25}
+REFERENCE_FLOOR = 0.90
+
+#: The menu chosen by ``bench/bench_battery_menu.py`` (greedy set cover, in the order chosen):
+#: (pos_thickness_m, pos_porosity, neg_porosity, np_ratio).
+MENU = (
+    (5.54e-05, 0.426, 0.427, 1.4),
+    (8.29e-05, 0.483, 0.421, 1.02),
+    (7.79e-05, 0.456, 0.373, 1.23),
+    (6.36e-05, 0.398, 0.348, 1.05),
+    (6.12e-05, 0.463, 0.446, 1.11),
+    (8.16e-05, 0.358, 0.397, 1.02),
+    (9.87e-05, 0.314, 0.263, 1.03),
+    (6.76e-05, 0.496, 0.392, 1.33),
+)
+#: The best constant design: the menu's first pick, the design that met the most train tasks.
+CONSTANT = MENU[0]
+
+
+def _tool_results(messages: list[dict]) -> list[dict]:
+    results = []
+    for message in messages:
+        if message.get("role") == "tool":
+            try:
+                results.append(json.loads(message_text(message.get("content"))))
+            except ValueError:
+                continue
+    return results
+
+
+def _closest(results: list[dict]) -> dict:
+    def merit(result: dict) -> float:
+        return (result["specific_energy_Wh_kg"] - result["peak_temperature_K"]) if result else -1e9
+
+    met = [result for result in results if result["both_targets_met"]]
+    return met[0] if met else max(results, key=merit)
+
+
+async def _menu_turn(messages, tools, record, rng) -> dict:
+    results = _tool_results(messages)
+    tried = sum(len(message.get("tool_calls") or ()) for message in messages if message.get("role") == "assistant")
+    if tried < min(len(MENU), int(record.identity["budget"])) and not any(r["both_targets_met"] for r in results):
+        design = MENU[tried]
+        arguments = {variable.argument: value for variable, value in zip(DESIGN_VARIABLES, design)}
+        return tool_call_message(messages, ("run_battery_simulation", arguments))
+    if not results:
+        return {"role": "assistant", "content": format_answer(*MENU[0])}
+    best = _closest(results)
+    return {"role": "assistant", "content": format_answer(*(best[variable.key] for variable in DESIGN_VARIABLES))}
+
+
+async def _constant_turn(messages, tools, record, rng) -> dict:
+    return {"role": "assistant", "content": format_answer(*CONSTANT)}
+
+
+async def _blind_reference_turn(messages, tools, record, rng) -> dict:
+    hidden = set(CellDesignGenerator.hidden_fields)
+    identity = {key: value for key, value in record.identity.items() if key not in hidden}
+    return await SearchAgent().act(messages, tools, identity, rng)
+
+
+POLICIES: dict[str, Callable] = {"menu": _menu_turn, "constant": _constant_turn, "reference": _blind_reference_turn}
+
+
+@pytest.fixture(scope="module")
+def tasks(registry: Registry) -> dict[str, list[dict]]:
+    """TASKS_PER_LEVEL test-split tasks of each default level."""
+    records = generate_records("battery_design", registry,
+                               overrides={"split_samples": f"test:{len(LEVELS) * TASKS_PER_LEVEL}"})
+    return {level: [record for record in records if record["extra_info"]["generator_name"] == level]
+            for level in LEVELS}
+
+
+@pytest.fixture(scope="module")
+def played(registry: Registry, tasks: dict[str, list[dict]]) -> dict[tuple[str, str], list[EpisodeResult]]:
+    return {(name, level): play_episodes(records, registry, policy=scripted_policy(turn),
+                                         limits=LIMITS)
+            for name, turn in POLICIES.items() for level, records in tasks.items()}
+
+
+def _solved(results: list[EpisodeResult]) -> float:
+    return sum(result.solved for result in results) / len(results)
+
+
+def _mean(results: list[EpisodeResult]) -> float:
+    return sum(result.score for result in results) / len(results)
+
+
+def test_every_level_has_enough_tasks(tasks: dict[str, list[dict]]) -> None:
+    assert all(len(records) == TASKS_PER_LEVEL for records in tasks.values())
+
+
+def test_the_hidden_oracle_is_what_the_reference_agent_never_receives() -> None:
+    assert CellDesignGenerator.hidden_fields == ("oracle",)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("shortcut", ["menu", "constant"])
+def test_shortcuts_stay_under_the_ceiling(played, shortcut: str, level: str) -> None:
+    results = played[(shortcut, level)]
+    print(f"\n{shortcut} {level}: solved {_solved(results):.0%}, mean {_mean(results):.2f}")
+    assert all(result.success for result in results)
+    assert _solved(results) <= SHORTCUT_CEILING[shortcut], (shortcut, level, _solved(results))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_the_blind_reference_agent_solves_within_the_budget(played, level: str) -> None:
+    results = played[("reference", level)]
+    calls = sum(result.turn_record["tool_calls"] for result in results) / len(results)
+    print(f"\nreference {level}: solved {_solved(results):.0%}, mean {_mean(results):.2f}, {calls:.1f} calls")
+    assert all(result.turn_record["tool_calls"] <= result.ground_truth["budget"] for result in results)
+    assert _solved(results) >= REFERENCE_FLOOR, (level, _solved(results))
