@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import gc
+import glob
 import hashlib
 import json
 import logging
@@ -36,7 +38,15 @@ from bootcamp_core.data.config import (
     load_registry_file,
     parse_instruction_config,
 )
-from bootcamp_core.data.io import PARQUET_BATCH_ROWS, AtomicFile, JsonlWriter, ParquetWriter, dumps, parquet_tool_names
+from bootcamp_core.data.io import (
+    PARQUET_BATCH_ROWS,
+    AtomicFile,
+    JsonlWriter,
+    ParquetWriter,
+    dumps,
+    no_space_error,
+    parquet_tool_names,
+)
 from bootcamp_core.data.records import GeneratedSample, data_source_for
 from bootcamp_core.plugin.errors import BootcampError, ConfigError, GenerationError
 from bootcamp_core.plugin.loader import Registry, get_registry
@@ -496,24 +506,104 @@ def _record_files(report: GenerationReport, split: str, count: int, jsonl: Path,
         report.files.append(parquet)
 
 
+class _SplitJoin:
+    """The JSONL file of one split of a pool run, joined while the workers run.
+
+    Its first part is written by a worker straight to the joined file's temporary name; every later part is
+    appended, and removed, as soon as the parts before it are done, so when the pool ends only the last part of a
+    split is left to append (bench/bench_generate.py's pool figure). The file is renamed into place by
+    :meth:`commit`, once the whole config has succeeded.
+    """
+
+    def __init__(self, target: Path, parts: list[Path]) -> None:
+        self.target = target
+        self.temporary = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+        self.parts = parts
+        self.done = [False] * len(parts)
+        self.joined = 0
+        self.handle: Any = None
+
+    def part_path(self, index: int) -> Path:
+        return self.temporary if index == 0 else self.parts[index]
+
+    def part_done(self, index: int) -> None:
+        self.done[index] = True
+        while self.joined < len(self.parts) and self.done[self.joined]:
+            if self.joined > 0:
+                try:
+                    if self.handle is None:
+                        self.handle = open(self.temporary, "r+b")  # noqa: SIM115 (closed when the split is joined)
+                        self.handle.seek(0, os.SEEK_END)
+                    _append(self.parts[self.joined], self.handle)
+                except OSError as error:
+                    raise no_space_error(self.target, error) or error from None
+                self.parts[self.joined].unlink(missing_ok=True)
+            self.joined += 1
+        if self.joined == len(self.parts) and self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+    def commit(self) -> None:
+        assert self.joined == len(self.parts)
+        os.replace(self.temporary, self.target)
+
+    def discard(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+        self.temporary.unlink(missing_ok=True)
+        # the temporary of a worker killed while writing the first part
+        for leftover in self.temporary.parent.glob(f"{glob.escape(self.temporary.name)}.tmp-*"):
+            leftover.unlink(missing_ok=True)
+
+
+def _append(source: Path, target: Any) -> None:
+    """Append the bytes of ``source`` to the open binary file ``target``, in the kernel where the platform can."""
+    with open(source, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        copied = 0
+        if hasattr(os, "copy_file_range"):
+            target.flush()
+            try:
+                while copied < size:
+                    step = os.copy_file_range(handle.fileno(), target.fileno(), size - copied)
+                    if step == 0:
+                        break
+                    copied += step
+            except OSError as error:
+                if copied or error.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP,
+                                                 errno.EBADF):
+                    raise
+            target.seek(0, os.SEEK_END)
+        if copied < size:
+            handle.seek(copied)
+            shutil.copyfileobj(handle, target, 1 << 20)
+
+
 def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_error, reports, progress,
                       registry=None) -> None:
     global _pool_registry
     parts_dir = output_dir / f".parts-{os.getpid()}"
     jobs: dict[int, list[tuple]] = {}
+    joins: dict[tuple[int, str], _SplitJoin] = {}
     for number in runnable:
         config = configs[number]
         for split, count in config.split_samples.items():
             # several chunks per worker keep both busy when configs differ in cost
             chunk = max(1, min(CHUNK_ROWS, -(-count // (4 * max_workers))))
-            for start in range(0, max(count, 1), chunk):
+            starts = range(0, max(count, 1), chunk)
+            join = joins[number, split] = _SplitJoin(
+                _output_paths(config, output_dir, split)[0],
+                [parts_dir / f"{number}_{split}_{start:012d}.jsonl" for start in starts])
+            for index, start in enumerate(starts):
                 stop = min(count, start + chunk)
                 stem = parts_dir / f"{number}_{split}_{start:012d}"
                 jobs.setdefault(number, []).append(
-                    (number, config, split, start, stop, stem.with_suffix(".jsonl"),
-                     stem.with_suffix(".parquet") if config.gen_parquet else None)
+                    (number, config, split, start, stop, join.part_path(index),
+                     stem.with_suffix(".parquet") if config.gen_parquet else None, index)
                 )
     _pool_registry = registry
+    committed: set[tuple[int, str]] = set()
     try:
         parts_dir.mkdir(exist_ok=True)  # inside the try: an interrupt from here on removes it again
         # fork: workers inherit the loaded plugins (and a registry passed in) instead of loading them again
@@ -529,7 +619,7 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
         try:
             with _signals_held():
                 pool = ProcessPoolExecutor(max_workers=max_workers, mp_context=context, initializer=_worker_signals)
-                futures = {pool.submit(_write_range_job, job): job for number in jobs for job in jobs[number]}
+                futures = {pool.submit(_write_range_job, job[:7]): job for number in jobs for job in jobs[number]}
             failed: set[int] = set()
             pending = set(futures)
             while pending:
@@ -537,11 +627,16 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
                 for future in done:
                     job = futures[future]
                     error = future.exception()
+                    number = job[0]
+                    if error is None and number not in failed:
+                        try:
+                            joins[number, job[2]].part_done(job[7])
+                        except BootcampError as join_error:
+                            error = join_error
                     if error is None:
                         if progress:
                             progress(job[4] - job[3])
                         continue
-                    number = job[0]
                     if number not in failed:
                         failed.add(number)
                         message = str(error) if isinstance(error, BootcampError) else f"{type(error).__name__}: {error}"
@@ -557,18 +652,18 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
                 continue
             config = configs[number]
             for split, count in config.split_samples.items():
-                parts = [job for job in jobs[number] if job[2] == split]
                 jsonl, parquet = _output_paths(config, output_dir, split)
-                with AtomicFile(jsonl, "wb") as target:
-                    for part in parts:
-                        with open(part[5], "rb") as source:
-                            shutil.copyfileobj(source, target, 1 << 20)
+                joins[number, split].commit()
+                committed.add((number, split))
                 if parquet:
-                    _concat_parquet([part[6] for part in parts], parquet)
+                    _concat_parquet([job[6] for job in jobs[number] if job[2] == split], parquet)
                 _record_files(reports[number], split, count, jsonl, parquet)
     finally:
         _pool_registry = None
         gc.unfreeze()
+        for key, join in joins.items():
+            if key not in committed:
+                join.discard()
         shutil.rmtree(parts_dir, ignore_errors=True)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from bootcamp_core.data.io import read_jsonl, read_parquet
+from bootcamp_core.data.io import jsonl_lines, read_jsonl, read_parquet
 from bootcamp_core.data.records import GeneratedSample, normalize_record
 from bootcamp_core.plugin.errors import BootcampError, ConfigError, UnknownIdError
 
@@ -21,11 +21,13 @@ __all__ = ["MAX_LISTED_PROBLEMS", "DatasetCheck", "check_dataset", "check_record
 MAX_LISTED_PROBLEMS = 20
 
 
-def load_dataset(path: str | os.PathLike) -> Iterator[dict]:
+def load_dataset(path: str | os.PathLike, *, normalize: bool = True) -> Iterator[dict]:
     """Records of a ``.jsonl``, ``.json`` (a JSON array, or one object per line) or ``.parquet`` file, streamed.
 
     Identities come back as objects whatever the file held. A broken line (not JSON, not UTF-8), a JSON file that is
     not UTF-8 and a Parquet file that is not a records file are errors naming the file (and line).
+    ``normalize=False`` leaves JSON records as parsed, for a reader that normalizes them itself
+    (``GeneratedSample.from_record``, the engine): the evaluation's, which would otherwise normalize each twice.
     """
     path = Path(path)
     if not path.is_file():
@@ -35,7 +37,7 @@ def load_dataset(path: str | os.PathLike) -> Iterator[dict]:
         return _checked(read_parquet(path), path)
     if suffix not in {".jsonl", ".json", ".ndjson"}:
         raise ConfigError(f"dataset_path {path}: expected a .jsonl, .json or .parquet file", field="dataset_path")
-    return _read_json_records(path)
+    return _read_json_records(path, normalize)
 
 
 def _checked(records: Iterable[Any], path: Path) -> Iterator[dict]:
@@ -45,7 +47,7 @@ def _checked(records: Iterable[Any], path: Path) -> Iterator[dict]:
         yield record
 
 
-def _read_json_records(path: Path) -> Iterator[dict]:
+def _read_json_records(path: Path, normalize: bool = True) -> Iterator[dict]:
     with open(path, "rb") as handle:
         head = handle.read(4096).lstrip()
     if head.startswith(b"["):  # a JSON array; it has to be read whole
@@ -62,7 +64,13 @@ def _read_json_records(path: Path) -> Iterator[dict]:
         for number, record in enumerate(data, 1):
             if not isinstance(record, dict):
                 raise ConfigError(f"{path}: element {number} of the array is not a JSON object")
-            yield normalize_record(record)
+            yield normalize_record(record) if normalize else record
+        return
+    if not normalize:
+        for line in jsonl_lines(path):
+            if line.error is not None:
+                raise ConfigError(f"{path}:{line.number}: {line.error}")
+            yield line.value
         return
     try:
         yield from read_jsonl(path)
@@ -134,7 +142,8 @@ def check_record(record: dict, registry: Any, cache: dict, served: dict[str, set
     ``remote``: the tool ids a tool config routes to a backend (checked to be served already).
     """
     try:
-        sample = GeneratedSample.from_record(record)
+        # no copy: from_record only normalizes the record in place, which every reader of a dataset has done already
+        sample = GeneratedSample.from_record(record, copy_record=False)
     except (ValueError, KeyError, TypeError) as error:
         return None, f"not a generated record: {error}"
     key = (sample.generator, sample.tools, sample.interaction, sample.reward)
@@ -160,6 +169,11 @@ def check_record(record: dict, registry: Any, cache: dict, served: dict[str, set
 def lone_surrogate(value: Any) -> str | None:
     """Where a JSON value holds a lone surrogate (``"\\ud800"`` in a JSON file decodes to one), as
     ``"prompt[0].content has a lone surrogate (\\ud800 at character 5)"``; None when it holds none."""
+    try:  # the common case, in C: a value that encodes holds none (the walk below costs 30 times as much)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return None
+    except (UnicodeEncodeError, TypeError, ValueError):  # one to find, or not JSON data (the walk handles any)
+        pass
     stack: list[tuple[str, Any]] = [("", value)]
     while stack:
         where, item = stack.pop()

@@ -1,4 +1,10 @@
-"""The results file: one line per episode, appended, flushed and fsynced, and its preparation for a resumed run.
+"""The results file: one line per episode, appended in batches, flushed and fsynced, and its preparation for a
+resumed run.
+
+Group commit: :meth:`ResultsWriter.commit` returns once its line is flushed and fsynced; the lines committed while a
+batch is being written make up the next batch, written with one fsync, so at concurrency N a batch holds up to N
+lines and an episode counts as done only after its batch is on disk. A kill -9 loses at most the lines of the batch
+being written, episodes that had not counted as done.
 
 Resume: episodes are keyed by ``EpisodeResult.id`` = ``episode_id(record, repeat)``; :func:`prepare_resume` rewrites
 the file atomically without its infrastructure failures (``success`` false), its cut-off last line (a kill) and
@@ -22,7 +28,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +47,11 @@ RESULTS_NAME = "results.jsonl"
 
 
 class ResultsWriter:
-    """Appends result lines; each is flushed and fsynced before the next, so a kill loses at most the one in flight.
+    """Appends result lines; each batch is flushed and fsynced before the next, so a kill loses at most the batch in
+    flight.
 
-    Writes are serialized by a lock, so threads (``anyio.to_thread``) may call :meth:`write_line` concurrently.
+    Writes are serialized by a lock, so threads (``anyio.to_thread``) may call :meth:`write_lines` concurrently;
+    in async code :meth:`commit` batches the lines of concurrent episodes (see the module docstring).
     """
 
     def __init__(self, path: str | os.PathLike, *, redact: Iterable[str] | Redactor = ()) -> None:
@@ -55,6 +63,8 @@ class ResultsWriter:
         self._redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
         self.count = 0
         self._failed = False
+        self._open: _Batch | None = None  # the batch lines are added to, not yet being written
+        self._last: _Batch | None = None  # the batch written last (or being written)
 
     def line_for(self, result: EpisodeResult) -> str:
         """The result as one JSON line, secrets masked."""
@@ -68,19 +78,58 @@ class ResultsWriter:
             return self._redactor.text(line)
 
     def write_line(self, line: str) -> None:
-        """Append one line and fsync it; a failed write (a full disk) is a ConfigError naming the file, and every
+        """Append one line and fsync it (see :meth:`write_lines`)."""
+        self.write_lines((line,))
+
+    def write_lines(self, lines: Sequence[str]) -> None:
+        """Append lines and fsync them once; a failed write (a full disk) is a ConfigError naming the file, and every
         later write is refused, so no line ever follows a cut one."""
         with self._lock:
             if self._failed:
                 raise ConfigError(f"cannot write {self.path}: an earlier write failed")
             try:
-                self._handle.write(line + "\n")
+                self._handle.write("".join([line + "\n" for line in lines]))
                 self._handle.flush()
                 os.fsync(self._handle.fileno())
             except OSError as error:
                 self._failed = True
                 raise self._write_error(error) from None
-            self.count += 1
+            self.count += len(lines)
+
+    async def commit(self, line: str) -> None:
+        """Append a line; returns once the batch holding it is flushed and fsynced, and raises its write's error.
+
+        The first line of a batch makes its caller the batch's writer: once the batch before it is on disk, that
+        caller closes the batch and writes it in a worker thread (the event loop runs on during fsync); the lines of
+        other callers meanwhile join it, and they wait for it.
+        """
+        import anyio
+
+        batch = self._open
+        if batch is not None:
+            batch.lines.append(line)
+            await batch.done.wait()
+            if batch.error is not None:
+                raise batch.error
+            return
+        batch = self._open = _Batch(line, anyio.Event())
+        previous, self._last = self._last, batch
+        try:
+            if previous is not None:
+                await previous.done.wait()  # batches reach the file in order, one at a time
+            self._open = None  # later lines go to the next batch
+            await anyio.to_thread.run_sync(batch.write_to, self)
+        except ConfigError as error:
+            batch.error = error
+            raise
+        except BaseException:  # cancelled: lines not written must not count as written for those waiting
+            if not batch.written and batch.error is None:
+                batch.error = ConfigError(f"cannot write {self.path}: the run was stopped")
+            raise
+        finally:
+            if self._open is batch:
+                self._open = None
+            batch.done.set()
 
     def _write_error(self, error: OSError) -> ConfigError:
         reason = error.strerror or str(error)
@@ -103,6 +152,22 @@ class ResultsWriter:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class _Batch:
+    """Lines written with one fsync, the event set once they are on disk (or could not be written), and why not."""
+
+    __slots__ = ("done", "error", "lines", "written")
+
+    def __init__(self, line: str, done: Any) -> None:
+        self.lines = [line]
+        self.done = done
+        self.error: ConfigError | None = None
+        self.written = False
+
+    def write_to(self, writer: ResultsWriter) -> None:
+        writer.write_lines(self.lines)
+        self.written = True
 
 
 def iter_result_lines(path: str | os.PathLike) -> Iterator[dict]:

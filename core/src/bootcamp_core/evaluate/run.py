@@ -2,9 +2,9 @@
 
 ``bootcamp eval`` is a thin wrapper over :func:`run_evaluation`. What goes where, directly in ``output_dir``:
 
-- ``results.jsonl`` — one :class:`~bootcamp_core.data.records.EpisodeResult` per line, appended as each episode
-  finishes, flushed and fsynced, so a kill -9 leaves at most the line being written (resume drops it;
-  :mod:`.results`).
+- ``results.jsonl`` — one :class:`~bootcamp_core.data.records.EpisodeResult` per line, appended as episodes
+  finish in batches, each flushed and fsynced before its episodes count as done, so a kill -9 loses at most the
+  batch being written, and leaves at most its last line cut (resume drops it; :mod:`.results`).
 - ``summary.json`` / ``summary.csv`` — per (data source, generator) and overall: count, successes, infrastructure
   and model errors, mean score (every episode in the denominator, an infrastructure failure scores 0), pass@k,
   mean assistant turns, tool calls and tokens (:mod:`.statistics`).
@@ -49,6 +49,7 @@ retries, the time spent waiting before them and the lowest concurrency the endpo
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Iterator
@@ -57,7 +58,7 @@ from typing import Any
 
 import anyio
 
-from bootcamp_core.data.records import EpisodeResult, GeneratedSample
+from bootcamp_core.data.records import EpisodeResult, GeneratedSample, normalize_record
 from bootcamp_core.episode.engine import episode_id, run_episode
 from bootcamp_core.episode.policies import PreflightError
 from bootcamp_core.evaluate.chat_template import ChatTemplate
@@ -152,7 +153,9 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
     template = ChatTemplate(config.tokenizer_path) if config.tokenizer_path else None
 
     def selected() -> Iterator[tuple[int, dict]]:
-        return select_records(load_dataset(config.dataset_path), limit=config.limit, shard=config.shard, keep=keep)
+        # records as parsed: the check's typed view and the engine normalize them, once each
+        records = load_dataset(config.dataset_path, normalize=False)
+        return select_records(records, limit=config.limit, shard=config.shard, keep=keep)
 
     _build_components(config, components, registry)
     served = await _served_tools(config, components)
@@ -276,13 +279,17 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
 
     writer = ResultsWriter(results_path, redact=redactor)
     #: episodes that ended in an infrastructure error in the current round, to run again after it (not written yet)
-    failed: list[tuple[dict, int, str]] = []
+    failed: list[tuple[dict, int, str | None]] = []
     rounds_left = config.rerun_failed
 
-    def first_round() -> Iterator[tuple[dict, int, str]]:
+    def first_round() -> Iterator[tuple[dict, int, str | None]]:
         for _, record in selected():
+            if not finished and config.repeats == 1:  # no key needed here: the engine hashes its own copy
+                yield record, 0, None
+                continue
+            record_key = episode_id(record, 0).rpartition(":")[0]  # hashed once, whatever the repeats
             for repeat in range(config.repeats):
-                key = episode_id(record, repeat)
+                key = f"{record_key}:{repeat}"
                 if key not in finished:
                     yield record, repeat, key
 
@@ -314,20 +321,22 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
                         evaluation_config=public, episode_key=key,
                     )
                 except Exception as error:  # run_episode reports failures itself; this is the last line of defence
+                    key = key or episode_id(record, repeat)
                     logger.warning("episode %s crashed: %s: %s", key, type(error).__name__, error)
                     result = _failure_result(record, repeat, key, error, public)
                 if not result.success and not last_round:
-                    failed.append((record, repeat, key))  # run again after this round; its last outcome is written
+                    # run again after this round; its last outcome is written
+                    failed.append((record, repeat, result.id))
                     continue
                 if template is not None:
                     try:
                         result.full_context = template.render(result.messages, result.tools)
                     except Exception as error:  # a template that cannot render this trajectory: keep the episode
-                        logger.warning("episode %s: chat template failed: %s", key, error)
-                line = writer.line_for(result)
-                # fsync blocks; a thread keeps the event loop (and every other episode) running meanwhile
+                        logger.warning("episode %s: chat template failed: %s", result.id, error)
+                # the episode counts as done once its line is on disk: batched with the lines of the episodes
+                # finishing meanwhile, one fsync each (bench/bench_eval_overhead.py)
                 try:
-                    await anyio.to_thread.run_sync(writer.write_line, line)
+                    await writer.commit(writer.line_for(result))
                 except ConfigError as error:  # a full disk: the run stops, every line written before is kept
                     write_failures.append(error)
                     group.cancel_scope.cancel()
@@ -348,7 +357,7 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
             episodes: Any = first_round()
             while True:
                 last_round = rounds_left == 0
-                send, receive = anyio.create_memory_object_stream[tuple[dict, int, str]](config.max_concurrent)
+                send, receive = anyio.create_memory_object_stream[tuple[dict, int, str | None]](config.max_concurrent)
                 async with anyio.create_task_group() as group:
                     group.start_soon(produce, send, episodes)
                     for _ in range(config.max_concurrent):
@@ -425,6 +434,10 @@ def _failure_result(record: dict, repeat: int, key: str, error: BaseException, c
         identity = sample.identity
     except (ValueError, KeyError, TypeError):
         source, generator, group, identity = str(record.get("data_source") or ""), "", "", None
+    try:  # the dataset's records are read as parsed; ``input`` holds them as the engine would
+        record = normalize_record(copy.deepcopy(record))
+    except Exception:  # a record this broken goes into the line as it was read
+        pass
     return EpisodeResult(
         id=key, input=record, repeat=repeat, data_source=source, generator=generator, generator_name=group,
         messages=list(record.get("prompt") or []), ground_truth=identity, score=0.0, success=False,

@@ -16,7 +16,8 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,10 +73,101 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - product
 
 
-class _Group:
-    """Running totals of one (data source, generator) group, or of everything."""
+class _RecordCounts:
+    """Per-record counts of one group, a row per record in the order the group first saw it, in flat arrays
+    (about 24 bytes a record): episodes n, solved c, score sum, finished (no infrastructure error), solved among
+    the finished."""
+
+    __slots__ = ("c", "finished", "n", "score", "solved")
 
     def __init__(self) -> None:
+        self.n, self.c, self.finished, self.solved = array("I"), array("I"), array("I"), array("I")
+        self.score = array("d")
+
+    def __len__(self) -> int:
+        return len(self.n)
+
+    def new_row(self) -> int:
+        for column in (self.n, self.c, self.finished, self.solved, self.score):
+            column.append(0)
+        return len(self.n) - 1
+
+    def add(self, row: int, solved: bool, score: float, success: bool) -> None:
+        self.n[row] += 1
+        self.c[row] += solved
+        self.score[row] += score
+        self.finished[row] += success
+        self.solved[row] += success and solved
+
+    def row(self, row: int) -> tuple[int, int, float, int, int]:
+        return self.n[row], self.c[row], self.score[row], self.finished[row], self.solved[row]
+
+    def rows(self) -> Iterator[tuple[int, int, float, int, int]]:
+        return zip(self.n, self.c, self.score, self.finished, self.solved, strict=True)
+
+
+class _RecordIndex:
+    """Where the counts of each record are, for a whole summary: one dict of record keys, so per-record counts are
+    kept once (in the record's group), and the overall figures read them in the order the file first names each
+    record. A record with lines in several groups (rare: lines that disagree on their generator) has a row in
+    each, which the overall figures add up."""
+
+    def __init__(self) -> None:
+        self.tables: list[_RecordCounts] = []
+        self.position: dict[bytes | str, int] = {}  # record key -> number, in order of first appearance
+        self.group_of = array("I")  # record number -> the group that saw it first
+        self.row_of = array("I")  # record number -> its row there
+        self.other_rows: dict[tuple[int, int], int] = {}  # (group, record number) -> row, the rare case above
+
+    def new_table(self) -> tuple[int, _RecordCounts]:
+        self.tables.append(_RecordCounts())
+        return len(self.tables) - 1, self.tables[-1]
+
+    def row(self, key: bytes | str, group: int) -> int:
+        number = self.position.get(key)
+        if number is None:
+            self.position[key] = len(self.group_of)
+            row = self.tables[group].new_row()
+            self.group_of.append(group)
+            self.row_of.append(row)
+            return row
+        if self.group_of[number] == group:
+            return self.row_of[number]
+        row = self.other_rows.get((group, number))
+        if row is None:
+            row = self.other_rows[group, number] = self.tables[group].new_row()
+        return row
+
+    def __len__(self) -> int:
+        return len(self.group_of)
+
+    def rows(self) -> Iterator[tuple[int, int, float, int, int]]:
+        """Every record's counts over all groups, in order of first appearance."""
+        extra: dict[int, list[tuple[int, int]]] = {}
+        for (group, number), row in self.other_rows.items():
+            extra.setdefault(number, []).append((group, row))
+        for number, (group, row) in enumerate(zip(self.group_of, self.row_of, strict=True)):
+            counts = self.tables[group].row(row)
+            for other, other_row in extra.get(number, ()):
+                counts = tuple(map(sum, zip(counts, self.tables[other].row(other_row), strict=True)))
+            yield counts
+
+
+def _compact_key(key: str) -> bytes | str:
+    """A record key in less memory: a sha256 in hex (the keys of the engine) as its 32 bytes."""
+    if len(key) == 64:
+        try:
+            return bytes.fromhex(key)
+        except ValueError:
+            pass
+    return key
+
+
+class _Group:
+    """Running totals of one (data source, generator) group (``group``: its table's number in the summary's
+    :class:`_RecordIndex`), or of everything (``group`` None: the per-record counts are the index's)."""
+
+    def __init__(self, index: _RecordIndex, group: int | None = None) -> None:
         self.count = 0
         self.successes = 0
         self.solved = 0
@@ -88,8 +180,10 @@ class _Group:
         self.completion_tokens = 0
         self.total_tokens = 0
         self.reached_max_turns = 0
-        # record key -> [n, c, score sum, finished (no infrastructure error), solved among the finished]
-        self.per_record: dict[str, list] = {}
+        self._index = index
+        #: this group's number in the index, and its per-record counts; None for the overall totals
+        self._group = group
+        self._records: _RecordCounts | _RecordIndex = index.tables[group] if group is not None else index
         self.score_bins = [0] * 11  # [0, .1), ..., [.9, 1), exactly 1
         self.turn_counts: dict[int, int] = {}
         self.tool_call_counts: dict[int, int] = {}
@@ -116,12 +210,10 @@ class _Group:
         self.completion_tokens += int(number(usage.get("completion_tokens")))
         self.total_tokens += int(number(usage.get("total_tokens")))
         self.reached_max_turns += bool(data.get("reached_max_turns"))
-        entry = self.per_record.setdefault(_record_key(data), [0, 0, 0.0, 0, 0])
-        entry[0] += 1
-        entry[1] += solved
-        entry[2] += score
-        entry[3] += success
-        entry[4] += success and solved
+        if self._group is not None:  # the overall totals read the groups' rows
+            records = self._records
+            assert isinstance(records, _RecordCounts)
+            records.add(self._index.row(_compact_key(_record_key(data)), self._group), solved, score, success)
         self.score_bins[10 if score >= 1.0 else max(0, min(9, int(score * 10)))] += 1
         self.turn_counts[assistant] = self.turn_counts.get(assistant, 0) + 1
         self.tool_call_counts[calls] = self.tool_call_counts.get(calls, 0) + 1
@@ -135,25 +227,25 @@ class _Group:
 
     def to_dict(self) -> dict:
         count = self.count or 1  # an empty group reports zeros, not a division error
-        records = self.per_record.values()
-        max_n = max((entry[0] for entry in records), default=0)
+        records = self._records.rows
+        max_n = max((entry[0] for entry in records()), default=0)
         pass_k, pass_k_ci = {}, {}
         for k in range(1, max_n + 1):
-            eligible = [pass_at_k(n, c, k) for n, c, *_ in records if n >= k]
+            eligible = [pass_at_k(n, c, k) for n, c, *_ in records() if n >= k]
             pass_k[f"pass@{k}"] = sum(eligible) / len(eligible)
             pass_k_ci[f"pass@{k}"] = ratio_interval((value, 1) for value in eligible)
-        flips, flipped = flip_rate((finished, solved) for *_, finished, solved in records)
+        flips, flipped = flip_rate((finished, solved) for *_, finished, solved in records())
         return {
             "count": self.count,
-            "records": len(self.per_record),
+            "records": len(self._records),
             "successes": self.successes,
             "infrastructure_errors": self.infrastructure_errors,
             "model_errors": self.model_errors,
             "mean_score": self.score_sum / count,
-            "mean_score_ci": ratio_interval((entry[2], entry[0]) for entry in records),
+            "mean_score_ci": ratio_interval((entry[2], entry[0]) for entry in records()),
             "solved": self.solved,
             "solved_rate": self.solved / count,
-            "solved_rate_ci": ratio_interval((entry[1], entry[0]) for entry in records),
+            "solved_rate_ci": ratio_interval((entry[1], entry[0]) for entry in records()),
             "pass_at_k": pass_k,
             "pass_at_k_ci": pass_k_ci,
             "flip_rate": flips,
@@ -191,14 +283,18 @@ def summarize(lines: Iterable[dict], *, examples: list | None = None) -> dict:
     When ``examples`` is a list, up to :data:`REPORT_EXAMPLES` lines are appended to it for the report (failures
     and unsolved episodes first).
     """
-    overall = _Group()
+    index = _RecordIndex()
+    overall = _Group(index)
     groups: dict[tuple[str, str], _Group] = {}
     failed: list[dict] = []
     solved: list[dict] = []
     for data in lines:
         overall.add(data)
         key = (str(data.get("data_source") or ""), str(data.get("generator") or data.get("generator_name") or ""))
-        groups.setdefault(key, _Group()).add(data)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _Group(index, index.new_table()[0])
+        group.add(data)
         if examples is not None:
             bucket = solved if is_solved_line(data) else failed
             if len(bucket) < REPORT_EXAMPLES:
