@@ -52,17 +52,25 @@ def level_1_records(count: int) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------------ the stub's script
+def tool_turns(model: str) -> int:
+    """The tool turns an episode of the stub plays before it answers: ``stub-t16`` 16, plain ``stub`` 1."""
+    _, marker, count = model.rpartition("-t")
+    return int(count) if marker and count.isdigit() else 1
+
+
 def play_reference_agent(request: dict):
-    """The reference agent over HTTP: calculator on the prompt's expression, then the tool's output as the answer."""
+    """The reference agent over HTTP: calculator on the prompt's expression (``tool_turns`` times: ``stub-t4``
+    asks four times), then the tool's output as the answer."""
     from bootcamp_core.testing.chat_server import Reply
 
     messages = request["messages"]
-    tool = next((message for message in reversed(messages) if message.get("role") == "tool"), None)
-    if tool is None:
+    done = sum(1 for message in messages if message.get("role") == "tool")
+    if done < tool_turns(str(request.get("model", ""))):
         prompt = next(message["content"] for message in messages if message.get("role") == "user")
         expression = prompt.split("\n\n")[1]  # the generator's prompt puts the expression in its own paragraph
         return Reply.calls(("calculator", {"expression": expression}), usage={"prompt_tokens": 150,
                                                                               "completion_tokens": 20})
+    tool = next(message for message in reversed(messages) if message.get("role") == "tool")
     return Reply.text(f'```json\n{{"result": {tool["content"]}}}\n```', usage={"prompt_tokens": 200,
                                                                                  "completion_tokens": 10})
 
@@ -79,15 +87,17 @@ def serve(storm_rate: float = 0.0) -> None:
 
 
 # -------------------------------------------------------------------------------------------------- runners
-async def run_many(records: list[dict], policy, concurrency: int, registry) -> list:
-    from bootcamp_core.episode.engine import run_episode
+async def run_many(records: list[dict], policy, concurrency: int, registry, limits=None) -> list:
+    from bootcamp_core.episode.engine import RolloutLimits, run_episode
+
+    limits = limits or RolloutLimits()
 
     results: list = []
     pending = iter(records)
 
     async def worker() -> None:
         for record in pending:  # one shared iterator: workers pull the next record as they free up
-            results.append(await run_episode(record, policy, registry=registry))
+            results.append(await run_episode(record, policy, registry=registry, limits=limits))
 
     async with anyio.create_task_group() as group:
         for _ in range(min(concurrency, len(records))):
@@ -129,7 +139,7 @@ async def naive_in_process(records: list[dict], registry) -> int:
     return turns
 
 
-async def bare_http(records: list[dict], base_url: str, concurrency: int) -> int:
+async def bare_http(records: list[dict], base_url: str, concurrency: int, model: str = "stub") -> int:
     """Baseline over HTTP: bare ``openai`` calls, ``concurrency`` conversations at once, the tool run inline, no
     engine; one client with as many connections as conversations (at most 64, as each of ``OpenAIPolicy``'s)."""
     import httpx
@@ -155,7 +165,7 @@ async def bare_http(records: list[dict], base_url: str, concurrency: int) -> int
             instance_id = await tool.create(None, identity=identity)
             messages = list(record["prompt"])
             while True:
-                completion = await client.chat.completions.create(model="stub", messages=messages, tools=schema)
+                completion = await client.chat.completions.create(model=model, messages=messages, tools=schema)
                 turns += 1
                 message = completion.choices[0].message
                 messages.append(message.model_dump(exclude_none=True))
@@ -190,18 +200,30 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer episodes")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--storm-rate", type=float, default=0.0, help=argparse.SUPPRESS)
+    parser.add_argument("--sections", default="abcde", help="the sections to run, e.g. ce (default: all)")
     args = parser.parse_args()
     if args.serve:
         serve(args.storm_rate)
         return
     os.environ.setdefault("BOOTCAMP_LOAD_PLUGINS", "example")
-    from bootcamp_core.episode.policies import OpenAIPolicy, ReferencePolicy
+    from bootcamp_core.episode.policies import ReferencePolicy
     from bootcamp_core.plugin.loader import get_registry
 
     registry = get_registry()
     scale = 1 if args.quick else 4
     records = level_1_records(1000 * scale)
     ReferencePolicy(registry).check(records)  # builds the agent table outside the timed part
+
+    if "a" in args.sections:
+        in_process(records, registry)
+    if "c" in args.sections or "e" in args.sections:
+        end_to_end(args, records, scale, registry)
+    if "d" in args.sections:
+        the_storm(records, scale, registry)
+
+
+def in_process(records: list[dict], registry) -> None:
+    from bootcamp_core.episode.policies import ReferencePolicy
 
     print("== (a) harness CPU per assistant turn, in process (no HTTP client), concurrency 64 ==")
     anyio.run(run_many, records[:50], ReferencePolicy(registry), 8, registry)  # warm-up: imports, component builds
@@ -220,49 +242,86 @@ def main() -> None:
     print(f"ratio  : engine/naive CPU per turn = {ours / naive:.2f}; engine overhead = {ours - naive:.3f} ms/turn")
     print(f"(a) harness CPU per turn, plugin work included: {ours:.3f} ms (target < 0.3 ms): {verdict(ours < 0.3)}")
 
-    print("\n== end to end against the scripted server (own process, instant answers) ==")
+
+def side_by_side(records: list[dict], base_url: str, concurrency: int, registry, model: str = "stub") -> dict:
+    """Ours (``OpenAIPolicy`` through ``run_episode``) and the bare ``openai`` loop on the same episodes, one after
+    the other: turns/s and process CPU per request of each."""
+    from bootcamp_core.episode.engine import RolloutLimits
+    from bootcamp_core.episode.policies import OpenAIPolicy
+
+    bare_wall, bare_cpu, bare_turns = measure("bare-http", lambda: bare_http(records, base_url, concurrency, model))
+    policy = OpenAIPolicy(api_url=base_url, model=model)
+    turns_per_episode = tool_turns(model) + 1
+    limits = RolloutLimits(max_assistant_turns=turns_per_episode + 1, max_user_turns=turns_per_episode + 1)
+
+    async def work() -> list:
+        try:
+            return await run_many(records, policy, concurrency, registry, limits)
+        finally:
+            await policy.aclose()
+
+    wall, cpu, results = measure(f"c={concurrency}", work)
+    turns = sum(result.turn_record["assistant_turns"] for result in results)
+    return {
+        "episodes": len(results), "turns": turns, "rate": turns / wall, "episodes_per_s": len(results) / wall,
+        "cpu": cpu / turns * 1e3, "solved": sum(result.score == 1.0 for result in results),
+        "failed": sum(not result.success for result in results), "bare_rate": bare_turns / bare_wall,
+        "bare_cpu": bare_cpu / bare_turns * 1e3,
+    }
+
+
+def describe(label: str, row: dict) -> str:
+    return (f"{label}: {row['episodes']:>5} episodes, ours {row['rate']:7,.0f} turns/s, {row['cpu']:.3f} ms CPU/request "
+            f"(engine, tool and reward included), solved {row['solved']}, infrastructure errors {row['failed']} | bare "
+            f"openai loop {row['bare_rate']:7,.0f} turns/s, {row['bare_cpu']:.3f} ms CPU/request | "
+            f"{row['rate'] / row['bare_rate']:.2f}x the turns/s")
+
+
+def end_to_end(args, records: list[dict], scale: int, registry) -> None:
+    print("\n== (c) end to end against the scripted server (own process, instant answers), side by side with a bare "
+          "openai loop ==")
     server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True)
     try:
         base_url = server.stdout.readline().strip()
-        sizes = {1: 200 * scale, 64: 1000 * scale, 1000: 1000 * scale}
-        rates: dict[int, float] = {}
-        engine_cpu: dict[int, float] = {}
-        bare_cpu: dict[int, float] = {}
-        for concurrency, count in sizes.items():
-            bare_wall, bare_cpu_s, bare_turns = measure(
-                "bare-http", lambda count=count, concurrency=concurrency: bare_http(records[:count], base_url,
-                                                                                   concurrency))
-            bare_cpu[concurrency] = bare_cpu_s / bare_turns * 1e3
-            policy = OpenAIPolicy(api_url=base_url, model="stub")
-
-            async def work(count: int = count, concurrency: int = concurrency, policy=policy) -> list:
-                try:
-                    return await run_many(records[:count], policy, concurrency, registry)
-                finally:
-                    await policy.aclose()
-
-            wall, cpu, results = measure(f"c={concurrency}", work)
-            turns = sum(result.turn_record["assistant_turns"] for result in results)
-            failed = sum(not result.success for result in results)
-            solved = sum(result.score == 1.0 for result in results)
-            rates[concurrency] = len(results) / wall
-            engine_cpu[concurrency] = cpu / turns * 1e3
-            print(
-                f"concurrency {concurrency:>5}: {len(results):>5} episodes, {turns / wall:8,.0f} turns/s, "
-                f"{rates[concurrency]:8,.0f} episodes/s, {engine_cpu[concurrency]:.3f} ms CPU/turn (incl. HTTP "
-                f"client), solved {solved}, infrastructure errors {failed}; bare openai loop: "
-                f"{bare_turns / bare_wall:8,.0f} turns/s, {bare_cpu[concurrency]:.3f} ms CPU/request, "
-                f"difference {engine_cpu[concurrency] - bare_cpu[concurrency]:+.3f} ms"
-            )
-        print(f"(b) informational: client CPU per turn over HTTP at concurrency 64, ours {engine_cpu[64]:.3f} ms vs a "
-              f"bare openai loop {bare_cpu[64]:.3f} ms per request (both mostly the HTTP client library; see (a))")
-        best = max(rates.values())
-        ratio = rates[1000] / best
+        anyio.run(bare_http, records[:64], base_url, 64)  # warm-up: imports, the server's first connections
+        rows: dict[int, dict] = {}
+        for concurrency, count in {1: 200 * scale, 64: 1000 * scale, 1000: 1000 * scale}.items():
+            rows[concurrency] = row = side_by_side(records[:count], base_url, concurrency, registry)
+            print(describe(f"concurrency {concurrency:>5}, 1 tool turn", row))
+        best = max(row["episodes_per_s"] for row in rows.values())
+        ratio = rows[1000]["episodes_per_s"] / best
         print(f"(c) episodes/s at 1,000 over the best level: {ratio:.2f} (target >= 0.80): {verdict(ratio >= 0.8)}")
+        if "e" not in args.sections:
+            return
+        print("\n== (e) the policy path: episode length at concurrency 64 (tool turns per episode; each turn re-sends "
+              "the history) ==")
+        by_length: dict[int, dict] = {}
+        for count in (1, 4, 16, 40):
+            episodes = max(64, 2000 * scale // (count + 1))
+            by_length[count] = row = side_by_side(records[:episodes], base_url, 64, registry, model=f"stub-t{count}")
+            print(describe(f"{count:>2} tool turns/episode", row))
+        c64 = rows[64]
+        print(f"(e1) client CPU per request at concurrency 64 (process CPU over requests, the engine's included): "
+              f"{c64['cpu']:.3f} ms vs the bare loop's {c64['bare_cpu']:.3f} ms (target <= 0.5 ms): "
+              f"{verdict(c64['cpu'] <= 0.5)}")
+        flat = by_length[40]["cpu"] / by_length[1]["cpu"]
+        print(f"(e2) CPU per request at 40 tool turns of history over 1: {by_length[40]['cpu']:.3f} / "
+              f"{by_length[1]['cpu']:.3f} ms = {flat:.2f} (bare loop: "
+              f"{by_length[40]['bare_cpu'] / by_length[1]['bare_cpu']:.2f}; target <= 1.25, flat): "
+              f"{verdict(flat <= 1.25)}")
+        best_rate = max(row["rate"] for row in (*rows.values(), *by_length.values()))
+        print(f"(e3) turns/s end to end, best level: {best_rate:,.0f} (target >= 2,000): {verdict(best_rate >= 2000)}")
+        speedup = c64["rate"] / c64["bare_rate"]
+        print(f"(e4) turns/s at concurrency 64 over the bare openai loop's: {c64['rate']:,.0f} / "
+              f"{c64['bare_rate']:,.0f} = {speedup:.2f}x (target >= 3x): {verdict(speedup >= 3)}")
     finally:
         server.stdin.close()
         server.wait(timeout=30)
+
+
+def the_storm(records: list[dict], scale: int, registry) -> None:
+    from bootcamp_core.episode.policies import OpenAIPolicy
 
     print("\n== (d) the storm: 30% of requests fail at random, concurrency 64, default retry budget and backoff ==")
     stormy = subprocess.Popen([sys.executable, __file__, "--serve", "--storm-rate", "0.3"], stdin=subprocess.PIPE,
@@ -286,8 +345,7 @@ def main() -> None:
         print(f"storm      : {len(results)} episodes, {storm_rate:8,.1f} episodes/s, solved {solved}, infrastructure "
               f"errors {failed}, retries {stats['retries']} (waited {stats['waiting_s']:.1f} s in all), lowest "
               f"concurrency {policy.concurrency.lowest}; by kind {stats['retries_by_kind']}")
-        print(f"fault-free : {rates[64]:8,.1f} episodes/s at concurrency 64 (c)")
-        print(f"(d) storm episodes/s {storm_rate:,.1f} vs fault-free {rates[64]:,.1f}; every episode solved: "
+        print(f"(d) storm episodes/s {storm_rate:,.1f} (the fault-free run is in (c)); every episode solved: "
               f"{verdict(solved == len(results))}")
     finally:
         stormy.stdin.close()

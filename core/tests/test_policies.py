@@ -264,3 +264,13 @@ def test_reference_policy_check_lists_every_generator_without_an_agent(records, 
     third["extra_info"]["bootcamp"]["generator"] = "chess/endgame"
     with pytest.raises(ConfigError, match="chess/endgame, poker/headsup"):
         policy.check([*records, other, third])
+
+
+def test_the_environment_can_send_everything_through_the_sdk(monkeypatch):
+    monkeypatch.setenv("BOOTCAMP_HTTP_CLIENT", "sdk")
+    assert OpenAIPolicy(api_url="http://127.0.0.1:8000/v1", model="m")._http is False  # never the lean client
+    monkeypatch.setenv("BOOTCAMP_HTTP_CLIENT", "auto")
+    assert OpenAIPolicy(api_url="http://127.0.0.1:8000/v1", model="m")._http is None  # decided at the first request
+    monkeypatch.setenv("BOOTCAMP_HTTP_CLIENT", "curl")
+    with pytest.raises(ConfigError, match='BOOTCAMP_HTTP_CLIENT .* must be "auto" or "sdk"'):
+        OpenAIPolicy(api_url="http://127.0.0.1:8000/v1", model="m")

@@ -138,8 +138,17 @@ def _outgoing(messages: list[dict]) -> list[dict]:
     ]
 
 
+#: The environment variable that picks OpenAIPolicy's HTTP client: ``auto`` (the default) or ``sdk``.
+HTTP_CLIENT_ENV = "BOOTCAMP_HTTP_CLIENT"
+
+
 class OpenAIPolicy:
-    """Any OpenAI-compatible chat-completions endpoint through ``AsyncOpenAI``; our retries are the only ones."""
+    """Any OpenAI-compatible chat-completions endpoint; our retries are the only ones.
+
+    Each turn's request is built once as JSON and, for a plain ``http://`` endpoint without a proxy (local inference
+    servers), sent by :class:`~bootcamp_core.episode.http_client.ChatHTTPClient`; anything else (``https``, a proxy,
+    or ``client="sdk"``) goes through ``AsyncOpenAI``. Either way errors are the SDK's types, classified alike.
+    """
 
     def __init__(
         self,
@@ -153,7 +162,13 @@ class OpenAIPolicy:
         request_timeout_s: float = 600.0,
         max_connections: int = 2000,
         max_concurrency: int | None = None,
+        client: str | None = None,
     ) -> None:
+        # the environment's choice when the caller makes none: BOOTCAMP_HTTP_CLIENT=sdk sends everything through the
+        # SDK, a way back should an endpoint's HTTP trip up the lean client
+        client = client or os.environ.get(HTTP_CLIENT_ENV) or "auto"
+        if client not in ("auto", "sdk"):
+            raise ConfigError(f'{HTTP_CLIENT_ENV} (the HTTP client) must be "auto" or "sdk", got {client!r}')
         self.api_url = normalize_api_url(api_url)
         self.model = model
         self._api_key = api_key if api_key is not None else (os.environ.get("OPENAI_API_KEY") or "EMPTY")
@@ -173,6 +188,10 @@ class OpenAIPolicy:
         self._clients: list[Any] = []
         self._in_flight: list[int] = []
         self._client = self._new_client()
+        # The hot path: prepared JSON over a lean keep-alive client (see :mod:`bootcamp_core.episode.http_client`)
+        # where the endpoint is plain http on asyncio; None until the first request, False where it cannot serve.
+        # ``client="sdk"`` sends every request through the SDK's ``AsyncOpenAI`` instead.
+        self._http: Any = None if client == "auto" else False
 
     def _new_client(self) -> Any:
         import httpx
@@ -227,15 +246,83 @@ class OpenAIPolicy:
         """An error as text for logs and results, with the API key masked wherever a server echoed it."""
         return f"{self._subject(error)}: {self._detail(error)}"
 
-    async def _request(self, **kwargs: Any) -> Any:
+    def _fast_client(self) -> Any:
+        """The lean client where it reaches the endpoint as the SDK would, else ``False`` (the SDK's path)."""
+        if self._http is None:
+            from bootcamp_core.episode.http_client import ChatHTTPClient, usable_for
+
+            url = f"{self.api_url}/chat/completions"
+            if usable_for(url):
+                headers = {"Authorization": f"Bearer {self._api_key}", "User-Agent": _user_agent(),
+                           **self.extra_headers}
+                self._http = ChatHTTPClient(url, headers, timeout_s=self.request_timeout_s,
+                                            max_connections=self.max_connections)
+            else:
+                self._http = False
+        return self._http
+
+    async def _post(self, payload: dict, headers: dict | None) -> dict:
+        """One chat completion through the lean client: the answer's JSON, or the SDK's error for what went wrong."""
+        import openai
+
+        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        try:
+            status, answer_headers, content = await self._http.post(body, headers)
+        except TimeoutError:
+            raise openai.APITimeoutError(request=self._httpx_request()) from None
+        except ConnectionError as error:
+            raise openai.APIConnectionError(message=f"Connection error: {error}", request=self._httpx_request()
+                                            ) from None
+        if not 200 <= status < 300:
+            raise self._status_error(status, answer_headers, content)
+        return json.loads(content)  # a ValueError on a body that is no JSON
+
+    def _httpx_request(self) -> Any:
+        import httpx
+
+        return httpx.Request("POST", f"{self.api_url}/chat/completions")
+
+    def _status_error(self, status: int, headers: dict, content: bytes) -> Exception:
+        """The SDK's own error for an HTTP error answer (``RateLimitError``, ``AuthenticationError`` ...), built as
+        the SDK builds it: ``body`` the answer's ``error`` object, ``response`` with the answer's headers."""
+        import httpx
+
+        response = httpx.Response(status, headers=headers, content=content, request=self._httpx_request())
+        text = content.decode("utf-8", errors="replace").strip()
+        body: Any = text
+        try:
+            body = json.loads(text)
+        except ValueError:
+            pass
+        message = f"Error code: {status} - {body}"
+        data = body.get("error", body) if isinstance(body, dict) else body
+        try:
+            return self._client._make_status_error(message, body=data, response=response)
+        except AttributeError:  # an SDK without the mapping
+            import openai
+
+            return openai.APIStatusError(message, response=response, body=data)
+
+    async def _request(self, payload: dict, headers: dict | None = None) -> Any:
+        """``payload``'s chat completion as a dict, or the retry layer's error for what went wrong."""
         import openai
 
         round_ = await self.concurrency.acquire()
         throttled = False
-        index = self._pick()
-        self._in_flight[index] += 1
+        index = -1
         try:
-            return _checked(await self._clients[index].chat.completions.create(**kwargs), self.api_url)
+            if self._fast_client():
+                return _checked(await self._post(payload, headers), self.api_url)
+            index = self._pick()
+            self._in_flight[index] += 1
+            kwargs = {key: value for key, value in payload.items() if key in ("model", "messages", "tools")}
+            extra_body = {key: value for key, value in payload.items() if key not in kwargs}
+            completion = await self._clients[index].chat.completions.create(
+                **kwargs, **({"extra_body": extra_body} if extra_body else {}),
+                **({"extra_headers": headers} if headers else {}))
+            if hasattr(completion, "model_dump"):  # the SDK's model, its extra fields (reasoning_content) included
+                completion = completion.model_dump(warnings=False)
+            return _checked(completion, self.api_url)
         except openai.APIStatusError as error:
             status = error.status_code
             kind = status_kind(status)
@@ -262,7 +349,8 @@ class OpenAIPolicy:
                 f"{self.api_url}", detail=f"{type(error).__name__}: {error}", kind="malformed_response",
             ) from None
         finally:
-            self._in_flight[index] -= 1
+            if index >= 0:
+                self._in_flight[index] -= 1
             self.concurrency.release(round_, throttled=throttled)
 
     async def __call__(
@@ -274,34 +362,35 @@ class OpenAIPolicy:
         malformed answer until the retry budget is spent; 401/403/404 and other 4xx at once) and :class:`ModelError` when it rejects the request itself
         (:data:`MODEL_ERROR_STATUSES`), which no retry or resume can change.
         """
-        kwargs: dict[str, Any] = {"model": self.model, "messages": _outgoing(messages)}
+        payload: dict[str, Any] = {"model": self.model, "messages": _outgoing(messages)}
         if tools:
-            kwargs["tools"] = tools
+            payload["tools"] = tools
         if self.extra_params:
-            kwargs["extra_body"] = self.extra_params  # any key the server takes, without the SDK vetting it
+            payload.update(self.extra_params)  # any key the server takes, unvetted, as the SDK's extra_body
 
         async def attempt() -> Any:
-            return await self._request(**kwargs)
+            return await self._request(payload)
 
         completion = await with_retries(attempt, self.retry, rng, describe=self._describe, what="chat completion",
                                         stats=self.retry_stats)
-        choice = completion.choices[0].message
-        message: dict[str, Any] = {"role": "assistant", "content": choice.content}
-        if choice.tool_calls:
+        choice = completion["choices"][0]["message"]
+        message: dict[str, Any] = {"role": "assistant", "content": choice.get("content")}
+        calls = choice.get("tool_calls")
+        if calls:
             message["tool_calls"] = [
                 {
-                    "id": call.id,
+                    "id": call.get("id"),
                     "type": "function",
-                    "function": {"name": call.function.name, "arguments": call.function.arguments},
+                    "function": {"name": (call.get("function") or {}).get("name"),
+                                 "arguments": (call.get("function") or {}).get("arguments")},
                 }
-                for call in choice.tool_calls
+                for call in calls
             ]
-        extra = choice.model_extra or {}
-        reasoning = extra.get("reasoning_content", extra.get("reasoning"))
+        reasoning = choice.get("reasoning_content", choice.get("reasoning"))
         if reasoning is not None:
             message["reasoning_content"] = reasoning
-        usage = completion.usage
-        counts = {key: int(getattr(usage, key, 0) or 0) for key in _USAGE_KEYS} if usage else {}
+        usage = completion.get("usage")
+        counts = {key: int(usage.get(key) or 0) for key in _USAGE_KEYS} if isinstance(usage, dict) and usage else {}
         return PolicyTurn(message=message, usage=counts)
 
     async def check(self) -> None:
@@ -340,10 +429,8 @@ class OpenAIPolicy:
             raise PreflightError(f"endpoint check failed: model {self.model!r} is not served by {self.api_url} "
                                  f"(it serves {listed}); pass one of them as api_model, or skip this check with "
                                  "--no-preflight if the endpoint serves models it does not list", kind="not_found")
-        kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": "Say OK."}],
-                                  "max_tokens": 1, "extra_headers": {PREFLIGHT_HEADER: "1"}}
-        if self.extra_params:
-            kwargs["extra_body"] = self.extra_params
+        payload: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": "Say OK."}],
+                                   "max_tokens": 1, **self.extra_params}
 
         def transient(error: BaseException) -> bool:
             return isinstance(error, RetryableError) and error.kind != "endpoint_unreachable"
@@ -351,28 +438,42 @@ class OpenAIPolicy:
         budget = RetryPolicy(budget_s=min(PREFLIGHT_BUDGET_S, self.retry.budget_s), base_s=self.retry.base_s,
                              max_s=self.retry.max_s)
         try:
-            await with_retries(lambda: self._request(**kwargs), budget, describe=self._describe,
+            await with_retries(lambda: self._request(payload, {PREFLIGHT_HEADER: "1"}), budget, describe=self._describe,
                                what="the test request", retryable=transient)
         except (InfrastructureError, ModelError) as error:
             raise failed(error) from None
 
     async def aclose(self) -> None:
+        if self._http:
+            await self._http.aclose()
+            self._http = None
         for client in self._clients:
             await client.close()
 
 
-def _checked(completion: Any, url: str) -> Any:
-    """``completion`` when it holds an assistant message; a malformed answer (``choices: []``, a null message, no
-    object at all) is a transient infrastructure failure, retried like a 500."""
-    choices = getattr(completion, "choices", None)
-    if not choices:
-        problem = "no choices" if isinstance(choices, list) else f"no chat completion ({type(completion).__name__})"
-    elif getattr(choices[0], "message", None) is None:
+def _checked(completion: Any, url: str) -> dict:
+    """``completion`` (a chat completion's JSON) when it holds an assistant message; a malformed answer
+    (``choices: []``, a null message, no object at all) is a transient infrastructure failure, retried like a 500."""
+    choices = completion.get("choices") if isinstance(completion, dict) else None
+    if not choices or not isinstance(choices, list):
+        problem = "no choices" if isinstance(choices, list) or isinstance(completion, dict) else (
+            f"no chat completion ({type(completion).__name__})")
+    elif not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
         problem = "a choice without a message"
     else:
         return completion
     raise RetryableError(f"{url} answered with {problem}", subject=f"malformed answer from {url}",
                          detail=problem, kind="malformed_response")
+
+
+def _user_agent() -> str:
+    """The SDK's ``User-Agent`` (``AsyncOpenAI/Python <version>``), so servers see the same client either way."""
+    try:
+        import openai
+
+        return f"AsyncOpenAI/Python {openai.__version__}"
+    except (ImportError, AttributeError):
+        return "AsyncOpenAI/Python"
 
 
 class ReferencePolicy:
