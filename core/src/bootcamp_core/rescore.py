@@ -222,15 +222,17 @@ def refresh_summary(results: str | os.PathLike, *, verify_kwargs: dict | None = 
     named = old.get("results_path")
     if isinstance(named, str) and Path(named).resolve() != results.resolve():
         return None  # the summary of another results file (resumed elsewhere) is not ours to rewrite
-    examples: list = []
+    from bootcamp_core.evaluate.report import ReportParts
+
+    parts = ReportParts()  # built in the summary's pass: the results file is read once
     summary = {key: value for key, value in old.items() if key not in ("overall", "groups")}
-    summary.update(summarize_file(results, examples=examples))
+    summary.update(summarize_file(results, report=parts))
     summary["results_path"] = named if isinstance(named, str) else str(results)
     config = summary.get("evaluation_config")
     if verify_kwargs is not None and isinstance(config, dict):
         summary["evaluation_config"] = {**config, "verify_kwargs": verify_kwargs}
     summary["rescored_at"] = datetime.now(timezone.utc).isoformat()
-    write_summary(directory, summary, examples)
+    write_summary(directory, summary, parts=parts)
     return directory / SUMMARY_JSON
 
 

@@ -134,24 +134,41 @@ def _viewer(payload: Any) -> Iterable[str]:
     yield f"<script>{script}</script>\n"
 
 
+class ReportParts:
+    """The report's per-episode parts (its plots and its compressed episodes), built one results line at a time, so
+    a pass over the results that computes the summary builds them too (``summarize_file(path, report=parts)``) and
+    the file is read once."""
+
+    def __init__(self) -> None:
+        from bootcamp_core.evaluate.plots import ReportPlots
+        from bootcamp_core.evaluate.viewer import EpisodePayload
+
+        self.plots = ReportPlots()
+        self.payload = EpisodePayload()
+
+    def add(self, line: Any) -> None:
+        if isinstance(line, dict):
+            self.plots.add(line)
+            self.payload.add(line)
+
+
 def write_report(handle: IO[str], summary: dict, lines: Iterable[dict] = (), *,
-                 title: str = "Bootcamp evaluation") -> int:
+                 title: str = "Bootcamp evaluation", parts: ReportParts | None = None) -> int:
     """Write the report to ``handle``: tables, plots, every episode of ``lines`` and the configuration
-    (results lines, streamed: each is plotted and compressed as it comes). Returns the episodes written."""
-    from bootcamp_core.evaluate.plots import ReportPlots
-    from bootcamp_core.evaluate.viewer import EpisodePayload, viewer_css
+    (results lines, streamed: each is plotted and compressed as it comes), or of ``parts`` when they were built
+    already (``lines`` is then ignored). Returns the episodes written."""
+    from bootcamp_core.evaluate.viewer import viewer_css
 
     overall = summary.get("overall") or {}
     config = summary.get("evaluation_config") or {}
     config_rows = "".join(f'<tr><td class="l">{_e(key)}</td><td class="l">{_e(value)}</td></tr>'
                           for key, value in (config.items() if isinstance(config, dict) else ())
                           if value not in (None, {}, []))
-    plots = ReportPlots()
-    payload = EpisodePayload()
-    for line in lines:
-        if isinstance(line, dict):
-            plots.add(line)
-            payload.add(line)
+    if parts is None:
+        parts = ReportParts()
+        for line in lines:
+            parts.add(line)
+    plots, payload = parts.plots, parts.payload
     handle.write(
         "<!DOCTYPE html>\n"
         f'<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
@@ -234,11 +251,12 @@ def build_report(results: str | os.PathLike, *, output: str | os.PathLike | None
             same = False
         if same:
             summary = {key: value for key, value in old.items() if key not in ("overall", "groups")}
-    summary.update(summarize_file(results))
+    parts = ReportParts()
+    summary.update(summarize_file(results, report=parts))
     summary.setdefault("results_path", str(results))
     if not isinstance(summary.get("evaluation_config"), dict):
         summary["evaluation_config"] = _first_config(results)
-    write_summary(directory, summary, results_path=results, report_path=report_path)
+    write_summary(directory, summary, report_path=report_path, parts=parts)
     return BuiltReport(report_path, directory / SUMMARY_JSON, summary["overall"]["count"])
 
 

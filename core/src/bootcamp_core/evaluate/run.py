@@ -374,8 +374,10 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
     finally:
         writer.close()
 
-    examples: list = []
-    summary = summarize_file(results_path, examples=examples)
+    from bootcamp_core.evaluate.report import ReportParts
+
+    parts = ReportParts()  # built in the summary's pass: the results file is read once
+    summary = summarize_file(results_path, report=parts)
     summary["results_path"] = str(results_path)
     summary["evaluation_config"] = redactor.data(public)
     rate = stats.errors / stats.done if stats.done else 0.0
@@ -391,7 +393,7 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
                            "skipped_as_finished": count * config.repeats - total,
                            "duration_s": round(time.monotonic() - stats.started, 3)}
     _warn_turn_limits(summary)
-    write_summary(output_dir, summary, examples)
+    write_summary(output_dir, summary, parts=parts)
     return summary
 
 

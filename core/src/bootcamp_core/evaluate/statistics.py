@@ -12,6 +12,7 @@ solved when ``success`` and ``score >= 1``. ``solved`` and ``solved_rate`` count
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -107,14 +108,19 @@ class _RecordCounts:
 
 
 class _RecordIndex:
-    """Where the counts of each record are, for a whole summary: one dict of record keys, so per-record counts are
-    kept once (in the record's group), and the overall figures read them in the order the file first names each
-    record. A record with lines in several groups (rare: lines that disagree on their generator) has a row in
-    each, which the overall figures add up."""
+    """Where the counts of each record are, for a whole summary, so per-record counts are kept once (in the
+    record's group), and the overall figures read them in the order the file first names each record. A record
+    with lines in several groups (rare: lines that disagree on their generator) has a row in each, which the
+    overall figures add up.
+
+    Record keys (32 bytes each, :func:`_compact_key`) live in one flat byte array, found through an
+    open-addressing table of record numbers: about 80 bytes a record in all, with the counts, where a dict of keys
+    takes twice that, so a summary's memory grows as little as it can with the records it must tell apart."""
 
     def __init__(self) -> None:
         self.tables: list[_RecordCounts] = []
-        self.position: dict[bytes | str, int] = {}  # record key -> number, in order of first appearance
+        self._keys = bytearray()  # record number -> its key, KEY_BYTES each, in order of first appearance
+        self._slots = array("I", bytes(4 * 1024))  # open addressing: 0 free, else record number + 1
         self.group_of = array("I")  # record number -> the group that saw it first
         self.row_of = array("I")  # record number -> its row there
         self.other_rows: dict[tuple[int, int], int] = {}  # (group, record number) -> row, the rare case above
@@ -123,13 +129,46 @@ class _RecordIndex:
         self.tables.append(_RecordCounts())
         return len(self.tables) - 1, self.tables[-1]
 
-    def row(self, key: bytes | str, group: int) -> int:
-        number = self.position.get(key)
-        if number is None:
-            self.position[key] = len(self.group_of)
+    def _number(self, key: bytes) -> int:
+        """The record number of ``key``, a new one when the key is new."""
+        slots, keys = self._slots, self._keys
+        mask = len(slots) - 1
+        slot = int.from_bytes(key[:8], "little") & mask
+        while True:
+            entry = slots[slot]
+            if not entry:
+                break
+            at = (entry - 1) * KEY_BYTES
+            if keys[at:at + KEY_BYTES] == key:
+                return entry - 1
+            slot = (slot + 1) & mask
+        number = len(self.group_of)
+        keys += key
+        slots[slot] = number + 1
+        self.group_of.append(0)
+        self.row_of.append(0)
+        if 2 * (number + 1) > len(slots):  # kept at most half full: short probes
+            self._grow()
+        return -1 - number  # new: the caller sets its group and row
+
+    def _grow(self) -> None:
+        slots = array("I", bytes(8 * len(self._slots)))
+        mask = len(slots) - 1
+        keys = self._keys
+        for number in range(len(self.group_of)):
+            slot = int.from_bytes(keys[number * KEY_BYTES:number * KEY_BYTES + 8], "little") & mask
+            while slots[slot]:
+                slot = (slot + 1) & mask
+            slots[slot] = number + 1
+        self._slots = slots
+
+    def row(self, key: bytes, group: int) -> int:
+        number = self._number(key)
+        if number < 0:
+            number = -1 - number
             row = self.tables[group].new_row()
-            self.group_of.append(group)
-            self.row_of.append(row)
+            self.group_of[number] = group
+            self.row_of[number] = row
             return row
         if self.group_of[number] == group:
             return self.row_of[number]
@@ -153,14 +192,19 @@ class _RecordIndex:
             yield counts
 
 
-def _compact_key(key: str) -> bytes | str:
-    """A record key in less memory: a sha256 in hex (the keys of the engine) as its 32 bytes."""
+#: Bytes of a record key in a summary's index: a sha256.
+KEY_BYTES = 32
+
+
+def _compact_key(key: str) -> bytes:
+    """A record key as 32 bytes: a sha256 in hex (the keys of the engine) as its bytes, any other key (an older
+    run's, the original framework's) by its sha256."""
     if len(key) == 64:
         try:
             return bytes.fromhex(key)
         except ValueError:
             pass
-    return key
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
 
 
 class _Group:
@@ -332,9 +376,19 @@ def _example(data: dict) -> dict:
     }
 
 
-def summarize_file(path: str | os.PathLike, *, examples: list | None = None) -> dict:
-    """:func:`summarize` over a results file."""
-    return summarize(iter_result_lines(path), examples=examples)
+def summarize_file(path: str | os.PathLike, *, examples: list | None = None, report: Any = None) -> dict:
+    """:func:`summarize` over a results file. With ``report`` (a :class:`~bootcamp_core.evaluate.report.ReportParts`),
+    every line also goes into the report's parts in the same pass, so the file is read and parsed once."""
+    lines = iter_result_lines(path)
+    if report is not None:
+        lines = _also_into(lines, report)
+    return summarize(lines, examples=examples)
+
+
+def _also_into(lines: Iterable[dict], report: Any) -> Iterator[dict]:
+    for line in lines:
+        report.add(line)
+        yield line
 
 
 CSV_COLUMNS = [
@@ -373,11 +427,13 @@ def _csv_cell(row: dict, column: str) -> Any:
 
 
 def write_summary(output_dir: str | os.PathLike, summary: dict, examples: list | None = None, *,
-                  results_path: str | os.PathLike | None = None, report_path: str | os.PathLike | None = None) -> None:
+                  results_path: str | os.PathLike | None = None, report_path: str | os.PathLike | None = None,
+                  parts: Any = None) -> None:
     """summary.json, summary.csv and report.html, each written atomically.
 
-    The report shows every episode of ``results_path`` (default: the summary's ``results_path`` when that file is
-    there), streamed from the file; with neither, the ``examples``. ``report_path`` defaults to report.html in
+    The report shows the episodes of ``parts`` when given (built in the summary's pass: ``summarize_file(path,
+    report=parts)``), else every episode of ``results_path`` (default: the summary's ``results_path`` when that file
+    is there), streamed from the file; with neither, the ``examples``. ``report_path`` defaults to report.html in
     ``output_dir``.
     """
     from bootcamp_core.evaluate.report import write_report
@@ -386,11 +442,11 @@ def write_summary(output_dir: str | os.PathLike, summary: dict, examples: list |
     if results_path is None and isinstance(summary.get("results_path"), str):
         results_path = summary["results_path"]
     lines: Iterable[dict] = examples or []
-    if results_path is not None and Path(results_path).is_file():
+    if parts is None and results_path is not None and Path(results_path).is_file():
         lines = iter_result_lines(results_path)
     with AtomicFile(output_dir / SUMMARY_JSON) as handle:
         handle.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     with AtomicFile(output_dir / SUMMARY_CSV) as handle:
         handle.write(summary_csv(summary))
     with AtomicFile(Path(report_path) if report_path is not None else output_dir / REPORT_NAME) as handle:
-        write_report(handle, summary, lines)
+        write_report(handle, summary, lines, parts=parts)

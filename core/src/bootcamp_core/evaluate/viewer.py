@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import tempfile
 import zlib
 from collections.abc import Iterator
 from importlib import resources
@@ -27,6 +28,8 @@ __all__ = ["CHUNK_BYTES", "CUT_MARKER", "INDEX_FIELDS", "MESSAGE_LIMIT", "Episod
 MESSAGE_LIMIT = 20_000
 #: Uncompressed bytes of episodes per chunk: small enough to inflate at once, large enough to compress well.
 CHUNK_BYTES = 1 << 21
+#: Compressed episodes held in memory before they go to a temporary file until the report is written.
+SPOOL_BYTES = 1 << 20
 #: What ends a cut text; the script shows it as a marker.
 CUT_MARKER = "[cut by the report: {dropped} more characters; the full text is in results.jsonl]"
 #: The columns of one index row, in order (the script reads them by position).
@@ -170,13 +173,20 @@ def _count(value: Any) -> int | None:
 
 class EpisodePayload:
     """Episodes added one at a time, compressed as they come: ``add(line)`` for each, then :meth:`index` and
-    :meth:`chunks` (base64 text of gzip streams)."""
+    :meth:`chunks` (base64 text of gzip streams).
+
+    Memory stays flat in the number of episodes: the index rows go straight into their own gzip stream, and each
+    finished chunk into a temporary file (kept in memory while small) until the report is written.
+    """
 
     def __init__(self, chunk_bytes: int = CHUNK_BYTES) -> None:
         self.chunk_bytes = chunk_bytes
         self.count = 0
-        self._rows: list[list] = []
-        self._chunks: list[str] = []
+        self._index = zlib.compressobj(6, zlib.DEFLATED, 31)
+        self._index_parts: list[bytes] = [self._index.compress(b"[")]
+        self._index_text: str | None = None
+        self._spool: Any = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - closed in chunks()
+        self._chunk_sizes: list[int] = []
         self._hidden = _HiddenFields()
         self._open: Any = None
         self._parts: list[bytes] = []
@@ -201,14 +211,16 @@ class EpisodePayload:
         if calls is None and isinstance(line.get("tool_calls"), list):
             calls = len(line["tool_calls"])
         episode = view.get("id")
-        self._rows.append([
+        row = [
             episode if isinstance(episode, str) and episode else f"line {self.count + 1}",
             str(view.get("data_source") or ""), str(line.get("generator") or line.get("generator_name") or ""),
             _number(line.get("score")), is_solved_line(line), line.get("success") is not False,
             str(line.get("finish_reason") or ""), str(line.get("error_kind") or line.get("error_type") or ""),
             bool(line.get("reached_max_turns")), _count(turns.get("assistant_turns")), _count(calls),
-            len(self._chunks), self.count + 1,
-        ])
+            len(self._chunk_sizes), self.count + 1,
+        ]
+        row_text = ("," if self.count else "") + json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+        self._index_parts.append(self._index.compress(row_text.encode("utf-8")))
         self.count += 1
         if self._size >= self.chunk_bytes:
             self._close_chunk()
@@ -217,23 +229,35 @@ class EpisodePayload:
         if self._open is None:
             return
         self._parts.append(self._open.flush())
-        self._chunks.append(base64.b64encode(b"".join(self._parts)).decode("ascii"))
+        chunk = base64.b64encode(b"".join(self._parts))
+        self._spool.write(chunk)
+        self._chunk_sizes.append(len(chunk))
         self._open, self._parts, self._size = None, [], 0
 
     def index(self) -> str:
-        """The index rows (:data:`INDEX_FIELDS`), gzip-compressed, as base64 text."""
-        text = json.dumps(self._rows, ensure_ascii=False, separators=(",", ":"))
-        return base64.b64encode(zlib.compress(text.encode("utf-8"), 6, 31)).decode("ascii")
+        """The index rows (:data:`INDEX_FIELDS`), gzip-compressed, as base64 text (no row can be added after)."""
+        if self._index_text is None:
+            self._index_parts.append(self._index.compress(b"]"))
+            self._index_parts.append(self._index.flush())
+            self._index_text = base64.b64encode(b"".join(self._index_parts)).decode("ascii")
+            self._index_parts = []
+        return self._index_text
+
+    def iter_chunks(self) -> Iterator[str]:
+        """Every chunk of episodes as base64 text, read back one at a time (closing the one being filled)."""
+        self._close_chunk()
+        self._spool.seek(0)
+        for size in self._chunk_sizes:
+            yield self._spool.read(size).decode("ascii")
 
     def chunks(self) -> list[str]:
         """Every chunk of episodes as base64 text (closing the one being filled)."""
-        self._close_chunk()
-        return self._chunks
+        return list(self.iter_chunks())
 
     def elements(self) -> Iterator[str]:
         """The payload's HTML: non-executed script elements holding base64 only."""
         yield f'<script type="application/octet-stream" id="episode-index">{self.index()}</script>\n'
-        for number, chunk in enumerate(self.chunks()):
+        for number, chunk in enumerate(self.iter_chunks()):
             yield f'<script type="application/octet-stream" class="episode-chunk" data-chunk="{number}">{chunk}</script>\n'
 
 
