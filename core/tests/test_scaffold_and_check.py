@@ -102,7 +102,9 @@ def test_new_bootcamp_installs_lists_generates_and_passes_its_own_tests(tmp_path
 
 
 MINIMAL_FILES = [
-    "CHANGELOG.md", "README.md", "pyproject.toml", "src/bootcamp_my_sum/__about__.py",
+    # what makes it a repository of its own (cli/plugin_repo_template/)
+    ".github/workflows/ci.yml", ".github/workflows/release.yml", ".gitignore",
+    "CHANGELOG.md", "README.md", "hatch.toml", "pyproject.toml", "src/bootcamp_my_sum/__about__.py",
     "src/bootcamp_my_sum/__init__.py", "src/bootcamp_my_sum/configs/default.yaml", "src/bootcamp_my_sum/hooks.py",
     "src/bootcamp_my_sum/task.py", "tests/test_conformance.py",
 ]

@@ -24,11 +24,17 @@ DESCRIPTION = """\
 Create bootcamp-<name>/: an installable, tested bootcamp package under the namespace NAME. By default a copy of
 bootcamp-example (a generator, a tool, an interaction, a reward, a reference agent and their tests); with --minimal
 a small skeleton: one generator, one reward, their tests (the conformance kit and the task's own), pyproject.toml
-with the entry point, README."""
+with the entry point, README. Either way the folder is ready to be a repository of its own: a CI workflow (tests and
+`bootcamp check` on Python 3.10-3.13, lowest and newest bootcamp-core), a release workflow (hatch build, trusted
+publishing to the package index), hatch.toml and .gitignore."""
 
 TEMPLATE_NAMESPACE = "example"
 #: the --minimal skeleton: files ending in .tmpl, rendered like the full template
 MINIMAL_TEMPLATE = Path(__file__).resolve().parent / "minimal_template"
+#: what makes either one a repository of its own: CI and release workflows, hatch.toml, .gitignore (a leading
+#: ``dot-`` in a name stands for ``.``, so no tool takes the template's files for this repository's own)
+REPO_TEMPLATE = Path(__file__).resolve().parent / "plugin_repo_template"
+_DOT = "dot-"
 _SUFFIX = ".tmpl"
 _WORD = re.compile(r"(?<![A-Za-z0-9])example(?![A-Za-z0-9])")
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache", ".venv", "build", "dist"}
@@ -65,11 +71,18 @@ def new_bootcamp(namespace: str, output_dir: Path = Path("."), *, force: bool = 
         if not force:
             raise ConfigError(f"{target} already exists (use --force to overwrite it)")
         shutil.rmtree(target)
+    for root in (source, REPO_TEMPLATE):
+        _copy_rendered(root, target, namespace)
+    return target
+
+
+def _copy_rendered(source: Path, target: Path, namespace: str) -> None:
     for path in sorted(source.rglob("*")):
         relative = path.relative_to(source)
         if any(part in _SKIP_DIRS or part.endswith(".egg-info") for part in relative.parts) or path.suffix == ".pyc":
             continue
-        destination = target / Path(*(render(part.removesuffix(_SUFFIX), namespace) for part in relative.parts))
+        parts = [render(part.removesuffix(_SUFFIX), namespace) for part in relative.parts]
+        destination = target / Path(*("." + part[len(_DOT):] if part.startswith(_DOT) else part for part in parts))
         if path.is_dir():
             destination.mkdir(parents=True, exist_ok=True)
             continue
@@ -78,7 +91,6 @@ def new_bootcamp(namespace: str, output_dir: Path = Path("."), *, force: bool = 
             destination.write_text(render(path.read_text(encoding="utf-8"), namespace), encoding="utf-8")
         except UnicodeDecodeError:
             shutil.copyfile(path, destination)
-    return target
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

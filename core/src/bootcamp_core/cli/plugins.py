@@ -12,7 +12,9 @@ if TYPE_CHECKING:
 HELP = "list installed bootcamps and their versions (--check imports each and lists its components)"
 
 DESCRIPTION = """\
-List installed bootcamps (namespace, distribution, version) from package metadata alone: no plugin is imported.
+List installed bootcamps (namespace, distribution, version, the plugin API each declares it was written for) from
+package metadata alone: no plugin is imported. A plugin that needs a newer plugin API than the installed
+bootcamp-core is reported in one line, with the pip command that fixes it, and is never imported.
 --check imports and checks each plugin in its own subprocess, so a crashing plugin cannot take the listing down,
 lists its components, and exits 1 when one is broken. --json prints the checked listing as JSON for scripts."""
 
@@ -22,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="import and check each plugin in its own subprocess and list its components; "
                              "exit 1 when one is broken")
     parser.add_argument("--json", action="store_true",
-                        help="one JSON array of checked plugins: {namespace, distribution, version, module, "
+                        help="one JSON array of checked plugins: {namespace, distribution, version, module, api, "
                              "components: {kind: [ids]}, error}")
 
 
@@ -56,7 +58,8 @@ def format_plugins(plugins: list[PluginInfo], *, components: bool) -> str:
             if info.error not in lines:  # a namespace claimed twice is one problem, one line
                 lines.append(info.error)
             continue
-        lines.append(f"{info.namespace:<{width}}  {info.distribution or '-'} {info.version or ''}".rstrip())
+        api = f"  (plugin API {info.api})" if info.api else ""
+        lines.append(f"{info.namespace:<{width}}  {info.distribution or '-'} {info.version or ''}".rstrip() + api)
         if components:
             lines += [f"  {kind:<{kind_width}}  {', '.join(ids)}" for kind, ids in info.components.items() if ids]
     if not components:

@@ -49,6 +49,12 @@ logger = logging.getLogger("bootcamp_core")
 ENTRY_POINT_GROUP = "bootcamp"
 COMMANDS_GROUP = "bootcamp.commands"
 LIST_COMMAND = "bootcamp plugins"
+#: where a plugin declares the plugin API it was written for: ``[project.entry-points."bootcamp.api"]``, one entry
+#: per namespace, ``example = "0.1"`` (the bootcamp-core release, major.minor, whose hooks and types it needs). Read
+#: from metadata alone, like the plugin itself; a plugin that declares nothing is taken to fit any core.
+API_GROUP = "bootcamp.api"
+#: the plugin API this core provides: the release that last changed it (hookspecs, the component base classes)
+PLUGIN_API = "0.1"
 
 #: the states of a plugin in the registry's record
 PENDING, LOADING, LOADED, FAILED = "pending", "loading", "loaded", "failed"
@@ -74,6 +80,8 @@ class PluginInfo:
     state: str = PENDING
     #: the error is a duplicate namespace or id (DuplicateIdError), not another kind of breakage
     duplicate: bool = False
+    #: the plugin API it declares it was written for (``bootcamp.api`` entry point), None when it declares none
+    api: str | None = None
     entry_point: metadata.EntryPoint | None = attrs.field(default=None, repr=False)
 
     @property
@@ -93,6 +101,7 @@ class PluginInfo:
             "distribution": self.distribution,
             "version": self.version,
             "module": self.module,
+            "api": self.api,
             "components": {kind: list(ids) for kind, ids in self.components.items() if ids},
             "error": self.error,
         }
@@ -145,8 +154,43 @@ def _discover() -> tuple[list[PluginInfo], list[str]]:
                 info.state, info.error, info.duplicate = FAILED, message, True
         elif (problem := namespace_problem(namespace)) is not None:
             claimants[0].state, claimants[0].error = FAILED, f"{claimants[0].label}: {problem}"
+        elif (problem := api_problem(claimants[0])) is not None:
+            claimants[0].state, claimants[0].error = FAILED, problem
         plugins += claimants
     return plugins, blocked
+
+
+def _api_level(text: str) -> tuple[int, int] | None:
+    major, dot, minor = text.strip().partition(".")
+    return (int(major), int(minor)) if dot and major.isdigit() and minor.isdigit() else None
+
+
+def api_problem(info: PluginInfo) -> str | None:
+    """Records the plugin API ``info`` declares; one line when it needs a newer one than this core provides."""
+    dist = info.entry_point.dist if info.entry_point is not None else None
+    if dist is None:
+        return None
+    declared = [entry.value for entry in dist.entry_points if entry.group == API_GROUP and entry.name == info.namespace]
+    if not declared:
+        return None
+    info.api = declared[0].strip()
+    wanted = _api_level(info.api)
+    if wanted is None:
+        return (f'{info.label} declares plugin API "{info.api}" in [project.entry-points."{API_GROUP}"]: '
+                'write the bootcamp-core release it was written for as MAJOR.MINOR, e.g. "0.1".')
+    if wanted <= _api_level(PLUGIN_API):
+        return None
+    installed = metadata.version("bootcamp-core") if _has_core_metadata() else "?"
+    return (f"{info.label} needs plugin API {info.api}, the installed bootcamp-core {installed} provides "
+            f'{PLUGIN_API}: pip install --upgrade "bootcamp-core>={info.api}"')
+
+
+def _has_core_metadata() -> bool:
+    try:
+        metadata.distribution("bootcamp-core")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def installed_plugins() -> list[PluginInfo]:
