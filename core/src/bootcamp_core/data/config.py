@@ -319,6 +319,10 @@ class ComponentEntry:
     name: str | None = None
 
 
+#: the keys of a tool-config entry that say where a tool runs (``type: remote`` or ``type: mcp`` and its server)
+_BACKEND_KEYS = ("type", "url", "command", "args", "env", "mcp_tool", "mcp_server_url", "token")
+
+
 def load_component_config(path: str | os.PathLike, kind: str) -> list[ComponentEntry]:
     """Entries of a tool config (``tools: [{class_name, config}]``) or interaction config (``interaction: [...]``).
 
@@ -341,10 +345,18 @@ def load_component_config(path: str | os.PathLike, kind: str) -> list[ComponentE
             continue
         if not isinstance(item, Mapping) or not item.get("class_name"):
             raise ConfigError(f"{path}: {key}[{position}] needs a class_name (an id or a dotted import path)")
-        _warn_unknown(item, {"class_name", "config", "tool_schema", "name"}, f"{path}: {key}[{position}]")
+        _warn_unknown(item, {"class_name", "config", "tool_schema", "name", *_BACKEND_KEYS},
+                      f"{path}: {key}[{position}]")
         config = item.get("config") or {}
         if not isinstance(config, Mapping):
             raise ConfigError(f"{path}: {key}[{position}].config must be a mapping")
+        if kind == "tool":  # the backend keys may sit at the entry's top level too (``type: mcp``, ``url: ...``)
+            config = {**{k: item[k] for k in _BACKEND_KEYS if k in item}, **config}
+            if "mcp_server_url" in config:  # the original framework's name of an MCP server's URL
+                config.setdefault("url", config["mcp_server_url"])
+                del config["mcp_server_url"]
+            if config.get("type") == "mcp":  # the bootcamp tool an MCP server's tool stands in for
+                config.setdefault("tool_id", str(item["class_name"]))
         # verl's tool configs carry ``type: native``, a setting of verl's, not of the tool; any other ``type`` names
         # the backend the tool runs on (``remote``: a tool server; see bootcamp_core.plugin.backends)
         config = {k: v for k, v in config.items() if not (kind == "tool" and k == "type" and v == "native")}

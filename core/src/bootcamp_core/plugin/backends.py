@@ -22,6 +22,7 @@ __all__ = ["BACKENDS", "ToolBackend", "tool_backend"]
 #: backend name (a tool-config entry's ``type:``) -> the module that provides it
 BACKENDS: dict[str, str] = {
     "remote": "bootcamp_core.serve.client",
+    "mcp": "bootcamp_core.mcp.backend",
 }
 
 
