@@ -16,6 +16,11 @@ each through the transformers in order and writes what comes out as JSONL, atomi
 :func:`postprocess` is the same pipeline that ``bootcamp postprocess`` builds from its flags (the original
 ``data_postprocess`` flags and defaults): filters (success, score, data source), then prefix expansion, then
 extraction.
+
+Token ids: results of ``bootcamp eval --return-token-ids`` keep, on every assistant message, the ids the server
+tokenised the turn's prompt into (``prompt_token_ids``) and the ids it sampled (``completion_token_ids``).
+:func:`extract_for_training` turns them into SFT columns (``input_ids``, ``labels``, ``loss_mask``) without
+re-tokenising anything; see :func:`token_columns`.
 """
 
 from __future__ import annotations
@@ -46,8 +51,15 @@ __all__ = [
     "format_statistics",
     "postprocess",
     "record_data_source",
+    "strip_token_ids",
+    "token_columns",
     "training_id",
 ]
+
+#: The keys ``bootcamp eval --return-token-ids`` adds to each assistant message of a result.
+TOKEN_ID_KEYS = ("prompt_token_ids", "completion_token_ids")
+#: ``labels`` of tokens the loss skips (prompt, tool and feedback tokens): the value PyTorch's cross entropy ignores.
+IGNORE_INDEX = -100
 
 Record = dict[str, Any]
 Filter = Callable[[Record], bool]
@@ -73,11 +85,15 @@ class ProcessStatistics:
     written: int = 0
     unreadable: list[tuple[int, str]] = attrs.field(factory=list)
     errors: list[tuple[int, str, str]] = attrs.field(factory=list)
+    #: one-line remarks of the steps (a transformer with a ``notes()`` method adds them at the end of a run)
+    notes: list[str] = attrs.field(factory=list)
 
     def to_dict(self) -> dict:
         data = attrs.asdict(self, recurse=False)
         data["unreadable"] = [{"line": line, "reason": reason} for line, reason in self.unreadable]
         data["errors"] = [{"line": line, "step": step, "error": error} for line, step, error in self.errors]
+        if not self.notes:  # only when a step had something to say
+            del data["notes"]
         return data
 
 
@@ -136,6 +152,10 @@ class DataPostProcessor:
                     handle.write(dumps(output))
                     handle.write("\n")
                     statistics.written += 1
+        for _, function in self.transformers:
+            notes = getattr(function, "notes", None)
+            if callable(notes):
+                statistics.notes.extend(notes())
         return statistics
 
     def _run(self, number: int, record: Record, statistics: ProcessStatistics) -> list[Record]:
@@ -296,28 +316,141 @@ def expand_messages_prefixes(record: Record) -> list[Record]:
     return expanded
 
 
-def extract_for_training(record: Record) -> Record:
+def strip_token_ids(messages: Any) -> Any:
+    """``messages`` without the token-id keys of assistant messages (:data:`TOKEN_ID_KEYS`): plain chat data.
+
+    Messages without them are returned as they are (the same objects), so results without ids cost one scan.
+    """
+    if not isinstance(messages, list):
+        return messages
+    if not any(isinstance(message, dict) and ("prompt_token_ids" in message or "completion_token_ids" in message)
+               for message in messages):
+        return messages
+    return [{key: value for key, value in message.items() if key not in TOKEN_ID_KEYS}
+            if isinstance(message, dict) else message for message in messages]
+
+
+def _ids(value: Any) -> list[int] | None:
+    """``value`` when it is a list of token ids, else None."""
+    if isinstance(value, list) and all(type(item) is int for item in value):
+        return value
+    return None
+
+
+def token_columns(messages: Sequence) -> list[tuple[int, dict[str, list[int]]]] | None:
+    """SFT columns from the token ids a server returned per assistant turn, as ``[(index of the last assistant
+    message covered, {"input_ids", "labels", "loss_mask"}), ...]``; None when an assistant turn has no ids.
+
+    Turn by turn the sequence grows by the part of the turn's prompt ids beyond the sequence so far (the tool
+    results, feedback and generation prompt the server rendered: ``loss_mask`` 0, ``labels`` :data:`IGNORE_INDEX`),
+    then by the sampled ids (``loss_mask`` 1, ``labels`` the ids). A server renders each turn's prompt from the
+    messages, so a turn whose prompt ids do not start with the sequence so far (the chat template re-rendered an
+    earlier assistant turn into other tokens than were sampled) starts a new sequence from its own prompt ids: every
+    sequence holds exactly the tokens the model was given and sampled, and every sampled token is in one of them.
+    """
+    turns = [(index, message) for index, message in enumerate(messages)
+             if isinstance(message, dict) and message.get("role") == "assistant"]
+    if not turns:
+        return None
+    segments: list[tuple[int, dict[str, list[int]]]] = []
+    sequence: list[int] = []
+    mask: list[int] = []
+    last = -1
+    for index, message in turns:
+        prompt, completion = _ids(message.get("prompt_token_ids")), _ids(message.get("completion_token_ids"))
+        if prompt is None or completion is None:
+            return None
+        if sequence and len(prompt) >= len(sequence) and prompt[: len(sequence)] == sequence:
+            added = prompt[len(sequence):]
+        else:
+            if sequence:
+                segments.append((last, _columns(sequence, mask)))
+            sequence, mask, added = [], [], prompt
+        sequence = sequence + added + completion
+        mask = mask + [0] * len(added) + [1] * len(completion)
+        last = index
+    segments.append((last, _columns(sequence, mask)))
+    return segments
+
+
+def _columns(sequence: list[int], mask: list[int]) -> dict[str, list[int]]:
+    return {"input_ids": sequence, "labels": [token if keep else IGNORE_INDEX for token, keep in zip(sequence, mask)],
+            "loss_mask": mask}
+
+
+def extract_for_training(record: Record) -> Record | list[Record]:
     """``{"id", "data_source", "prompt", "messages", "tools"}``; ``id`` is :func:`training_id` of the messages.
 
     ``prompt`` is the input record's prompt, else (an input without one) the leading system and user messages.
+    Token-id keys of the messages (:data:`TOKEN_ID_KEYS`) are left out of ``messages`` and of the ``id``.
+
+    When every assistant message carries the server's token ids (``bootcamp eval --return-token-ids``), the record
+    also gets ``input_ids``, ``labels`` and ``loss_mask`` (:func:`token_columns`); when those ids make several
+    sequences (a turn's prompt ids did not extend the sequence before it), one record per sequence, each with the
+    messages up to its last assistant turn (the last with all of them).
     """
-    messages = _messages(record)
+    return _extract(record, None)
+
+
+def _extract(record: Record, counts: dict[str, int] | None) -> Record | list[Record]:
+    raw = _messages(record)
+    messages = strip_token_ids(raw)
     source = record.get("input")
     prompt = source.get("prompt") if isinstance(source, dict) else None
     if prompt is None:
         prompt = messages[: _prompt_length(messages)]
-    return {
+    extracted = {
         "id": training_id(messages),
         "data_source": record_data_source(record),
-        "prompt": prompt,
+        "prompt": strip_token_ids(prompt),
         "messages": messages,
         "tools": record.get("tools") or [],
     }
+    if messages is raw:  # no token ids anywhere: today's record
+        if counts is not None:
+            counts["without"] += 1
+        return extracted
+    segments = token_columns(raw)
+    if segments is None:  # some assistant turns lack ids: text only, as without ids
+        if counts is not None:
+            counts["partial"] += 1
+        return extracted
+    if counts is not None:
+        counts["with"] += 1
+    if len(segments) == 1:
+        return {**extracted, **segments[0][1]}
+    records = []
+    for number, (last, columns) in enumerate(segments):
+        part = messages if number == len(segments) - 1 else messages[: last + 1]
+        records.append({**extracted, "id": training_id(part), "messages": part, **columns})
+    return records
+
+
+class _TrainingExtraction:
+    """:func:`extract_for_training` counting records with, without and with only some token ids, for its note."""
+
+    def __init__(self) -> None:
+        self.counts = {"with": 0, "without": 0, "partial": 0}
+
+    def __call__(self, record: Record) -> Record | list[Record]:
+        return _extract(record, self.counts)
+
+    def notes(self) -> list[str]:
+        counts = self.counts
+        lacking = counts["partial"] + (counts["without"] if counts["with"] or counts["partial"] else 0)
+        if not lacking:
+            return []
+        total = sum(counts.values())
+        note = (f"{lacking} of {total} records have assistant turns without token ids (the endpoint did not return "
+                "them, or bootcamp eval ran without --return-token-ids): written without input_ids/labels, as text "
+                "to re-tokenise")
+        return [note]
 
 
 def extract_messages_only(record: Record) -> Record:
-    """``{"messages": [...]}`` and nothing else: plain chat data for SFT trainers that read only messages."""
-    return {"messages": _messages(record)}
+    """``{"messages": [...]}`` and nothing else: plain chat data for SFT trainers that read only messages (token-id
+    keys left out)."""
+    return {"messages": strip_token_ids(_messages(record))}
 
 
 # -------------------------------------------------------------------------------------- the standard pipeline
@@ -349,7 +482,7 @@ def build_processor(
     if expand_prefixes:
         processor.add_transformer(expand_messages_prefixes, name="expand_messages_prefixes")
     if extract_training:
-        processor.add_transformer(extract_for_training, name="extract_training")
+        processor.add_transformer(_TrainingExtraction(), name="extract_training")
     if extract_messages:
         processor.add_transformer(extract_messages_only, name="extract_messages")
     return processor
@@ -402,4 +535,5 @@ def format_statistics(statistics: ProcessStatistics, *, max_listed: int = 10) ->
         lines.append(f"  line {line}: {step} failed: {error}")
     if len(statistics.errors) > max_listed:
         lines.append(f"  ... and {len(statistics.errors) - max_listed} more step errors")
+    lines += [f"  note: {note}" for note in statistics.notes]
     return "\n".join(lines)

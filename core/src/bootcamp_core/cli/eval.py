@@ -56,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flag(parser, "--api-model", metavar="NAME", help="model name sent to the endpoint")
     add_flag(parser, "--api-extra-headers", metavar="HEADERS", help='extra HTTP headers: JSON or "k:v,k2:v2"')
     add_flag(parser, "--api-extra-params", metavar="PARAMS", help='extra request params: JSON or "@file.json"')
+    add_flag(parser, "--return-token-ids", action="store_true",
+             help="ask the endpoint for each turn's prompt and sampled token ids (vLLM >= 0.10.2, SGLang) and keep "
+             "them on its assistant message (prompt_token_ids, completion_token_ids), for postprocess "
+             "--extract-training")
     add_flag(parser, "--verify-correction-kwargs", metavar="JSON", field="verify_kwargs",
              help="JSON object passed to every reward")
     add_flag(parser, "--max-assistant-turns", type=int, default=None, metavar="N",
@@ -154,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         api_model=args.api_model,
         api_extra_headers=parse_extra_headers(args.api_extra_headers),
         api_extra_params=parse_extra_params(args.api_extra_params),
+        return_token_ids=args.return_token_ids,
         verify_kwargs=verify_kwargs,
         limits=limits,
         explicit_limits=frozenset(turns),

@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              help="one record per assistant message after the prompt, its messages ending at that message")
     extract = parser.add_mutually_exclusive_group()
     add_flag(extract, "--extract-training", action="store_true",
-             help='write {"id": md5 of the messages, "data_source", "prompt", "messages", "tools"}')
+             help='write {"id": md5 of the messages, "data_source", "prompt", "messages", "tools"}, plus '
+             '"input_ids", "labels" and "loss_mask" from the token ids of results of eval --return-token-ids')
     add_flag(extract, "--extract-messages", action="store_true", help='write {"messages": [...]} only')
     parser.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
 

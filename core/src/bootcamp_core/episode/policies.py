@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 from collections.abc import Iterable
@@ -29,6 +30,8 @@ from bootcamp_core.episode.retries import (
 )
 from bootcamp_core.plugin.errors import ConfigError, InfrastructureError, ModelError
 from bootcamp_core.plugin.loader import Registry, get_registry
+
+logger = logging.getLogger("bootcamp_core.episode.policies")
 
 __all__ = [
     "OpenAIPolicy",
@@ -138,6 +141,42 @@ def _outgoing(messages: list[dict]) -> list[dict]:
     ]
 
 
+#: What an assistant message of a trajectory keeps of a turn's token ids (``return_token_ids``); never sent back.
+TOKEN_ID_KEYS = ("prompt_token_ids", "completion_token_ids")
+_HELD_BACK = frozenset({"reasoning_content", *TOKEN_ID_KEYS})
+#: The request fields that ask for the token ids: vLLM's (>= 0.10.2; prompt ids on the response, sampled ids on the
+#: choice) and SGLang's (both on the choice, the prompt's asked for on its own). A server ignores the other's field.
+TOKEN_ID_REQUEST = {"return_token_ids": True, "return_prompt_token_ids": True}
+
+
+def _outgoing_without_ids(messages: list[dict]) -> list[dict]:
+    """:func:`_outgoing` that also holds back the token ids kept on assistant messages."""
+    return [
+        {key: value for key, value in message.items() if key not in _HELD_BACK}
+        if message.get("role") == "assistant" or "reasoning_content" in message
+        else message
+        for message in messages
+    ]
+
+
+def token_ids_of(completion: dict) -> tuple[list[int], list[int]] | None:
+    """``(prompt ids, sampled ids)`` of a chat completion that carries them, else None.
+
+    Sampled ids: the choice's ``token_ids`` (vLLM and SGLang). Prompt ids: the choice's ``prompt_token_ids``
+    (SGLang), else the response's (vLLM).
+    """
+    choice = completion["choices"][0]
+    completion_ids = choice.get("token_ids")
+    prompt_ids = choice.get("prompt_token_ids")
+    if prompt_ids is None:
+        prompt_ids = completion.get("prompt_token_ids")
+    if not (isinstance(prompt_ids, list) and isinstance(completion_ids, list)):
+        return None
+    if not all(type(token) is int for token in prompt_ids) or not all(type(token) is int for token in completion_ids):
+        return None
+    return prompt_ids, completion_ids
+
+
 #: The environment variable that picks OpenAIPolicy's HTTP client: ``auto`` (the default) or ``sdk``.
 HTTP_CLIENT_ENV = "BOOTCAMP_HTTP_CLIENT"
 
@@ -163,6 +202,7 @@ class OpenAIPolicy:
         max_connections: int = 2000,
         max_concurrency: int | None = None,
         client: str | None = None,
+        return_token_ids: bool = False,
     ) -> None:
         # the environment's choice when the caller makes none: BOOTCAMP_HTTP_CLIENT=sdk sends everything through the
         # SDK, a way back should an endpoint's HTTP trip up the lean client
@@ -174,6 +214,10 @@ class OpenAIPolicy:
         self._api_key = api_key if api_key is not None else (os.environ.get("OPENAI_API_KEY") or "EMPTY")
         self.extra_headers = dict(extra_headers or {})
         self.extra_params = dict(extra_params or {})
+        #: ask for the prompt and sampled token ids (:data:`TOKEN_ID_REQUEST`) and keep them on each assistant
+        #: message (:data:`TOKEN_ID_KEYS`); answers without them are counted in ``turns_without_token_ids``
+        self.return_token_ids = return_token_ids
+        self.turns_without_token_ids = 0
         self.retry = retry or RetryPolicy()
         self.request_timeout_s = request_timeout_s
         self.max_connections = max_connections
@@ -362,9 +406,12 @@ class OpenAIPolicy:
         malformed answer until the retry budget is spent; 401/403/404 and other 4xx at once) and :class:`ModelError` when it rejects the request itself
         (:data:`MODEL_ERROR_STATUSES`), which no retry or resume can change.
         """
-        payload: dict[str, Any] = {"model": self.model, "messages": _outgoing(messages)}
+        payload: dict[str, Any] = {"model": self.model,
+                                   "messages": (_outgoing_without_ids if self.return_token_ids else _outgoing)(messages)}
         if tools:
             payload["tools"] = tools
+        if self.return_token_ids:
+            payload.update(TOKEN_ID_REQUEST)
         if self.extra_params:
             payload.update(self.extra_params)  # any key the server takes, unvetted, as the SDK's extra_body
 
@@ -389,6 +436,12 @@ class OpenAIPolicy:
         reasoning = choice.get("reasoning_content", choice.get("reasoning"))
         if reasoning is not None:
             message["reasoning_content"] = reasoning
+        if self.return_token_ids:
+            ids = token_ids_of(completion)
+            if ids is None:
+                self.turns_without_token_ids += 1
+            else:
+                message["prompt_token_ids"], message["completion_token_ids"] = ids
         usage = completion.get("usage")
         counts = {key: int(usage.get(key) or 0) for key in _USAGE_KEYS} if isinstance(usage, dict) and usage else {}
         return PolicyTurn(message=message, usage=counts)
@@ -437,11 +490,17 @@ class OpenAIPolicy:
 
         budget = RetryPolicy(budget_s=min(PREFLIGHT_BUDGET_S, self.retry.budget_s), base_s=self.retry.base_s,
                              max_s=self.retry.max_s)
+        if self.return_token_ids:
+            payload.update(TOKEN_ID_REQUEST)
+            payload.update(self.extra_params)
         try:
-            await with_retries(lambda: self._request(payload, {PREFLIGHT_HEADER: "1"}), budget, describe=self._describe,
-                               what="the test request", retryable=transient)
+            answer = await with_retries(lambda: self._request(payload, {PREFLIGHT_HEADER: "1"}), budget,
+                                        describe=self._describe, what="the test request", retryable=transient)
         except (InfrastructureError, ModelError) as error:
             raise failed(error) from None
+        if self.return_token_ids and token_ids_of(answer) is None:
+            logger.warning("%s returned no token ids for the test request (vLLM >= 0.10.2 and SGLang return "
+                           "them when asked): the results keep text only", self._mask(self.api_url))
 
     async def aclose(self) -> None:
         if self._http:
@@ -559,6 +618,7 @@ def make_policy(
     retry: RetryPolicy | None = None,
     request_timeout_s: float = 600.0,
     max_concurrency: int | None = None,
+    return_token_ids: bool = False,
 ) -> OpenAIPolicy | ReferencePolicy:
     """The policy ``kind`` names: ``reference`` or ``openai``; without one, ``reference`` when no ``api_url`` is given.
 
@@ -566,6 +626,9 @@ def make_policy(
     """
     kind = policy_kind(kind, api_url)
     if kind == "reference":
+        if return_token_ids:
+            raise ConfigError("return_token_ids needs policy openai and an api_url: reference agents sample no "
+                              "tokens", field="return_token_ids")
         return ReferencePolicy(registry)
     if kind != "openai":
         raise ConfigError(f'unknown policy "{kind}": use "reference" or "openai"', field="policy")
@@ -577,4 +640,5 @@ def make_policy(
     return OpenAIPolicy(
         api_url=api_url, model=api_model, api_key=api_key, extra_headers=extra_headers, extra_params=extra_params,
         retry=retry, request_timeout_s=request_timeout_s, max_concurrency=max_concurrency,
+        return_token_ids=return_token_ids,
     )

@@ -32,6 +32,8 @@ class EvalConfig:
     api_model: str | None = None
     api_extra_headers: dict = attrs.field(factory=dict, repr=False)  # may carry credentials too
     api_extra_params: dict = attrs.field(factory=dict)
+    #: Ask the endpoint for the prompt and sampled token ids of every turn and keep them on its assistant message.
+    return_token_ids: bool = False
     verify_kwargs: dict = attrs.field(factory=dict)
     limits: RolloutLimits = attrs.field(factory=RolloutLimits)  # tool_timeout_s, episode_timeout_s, max turns
     #: The fields of ``limits`` the user set. The turn limits not among them come from each record's generator
@@ -103,6 +105,7 @@ class EvalConfig:
             "api_model": self.api_model,
             "api_extra_headers": sorted(self.api_extra_headers),
             "api_extra_params": self.api_extra_params,
+            "return_token_ids": self.return_token_ids,
             "verify_kwargs": self.verify_kwargs,
             "limits": limits,
             # the turn limits not named here came from each record's generator where it recommends them

@@ -141,7 +141,7 @@ async def _make_policy(config: EvalConfig, registry: Any) -> Any:
     return make_policy(config.policy, api_url=config.api_url, api_key=config.api_key, api_model=config.api_model,
                        extra_headers=config.api_extra_headers, extra_params=config.api_extra_params,
                        registry=registry, retry=retry, request_timeout_s=config.request_timeout_s,
-                       max_concurrency=config.max_concurrent)
+                       max_concurrency=config.max_concurrent, return_token_ids=config.return_token_ids)
 
 
 async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bool, redactor: Redactor) -> dict:

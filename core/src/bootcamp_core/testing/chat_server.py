@@ -25,6 +25,17 @@ null message); :func:`storm` injects them at random into a share of a script's r
 
     with ScriptedChatServer(storm(script, 0.3, seed=7, hang_s=2.0)) as server:
         ...
+
+Token ids: a request with ``"return_token_ids": true`` (vLLM's field) gets the ids of the prompt it was given and
+of the answer it got, in vLLM's shape: ``prompt_token_ids`` on the response, ``token_ids`` on the choice (with
+``token_ids="sglang"``, SGLang's shape: both on the choice, the prompt's only when ``return_prompt_token_ids`` is
+true too). The ids come from a deterministic toy tokenisation, :func:`toy_prompt_ids` and
+:func:`toy_completion_ids`: one token per UTF-8 byte (id = byte + 16), a template of ``<|im_start|>`` (id 1)
+``role\n body`` ``<|im_end|>`` (id 2, the end of a turn, sampled as the answer's last token) ``\n`` per message,
+the tool schemas as a first ``tools`` message, and a generation prompt ``<|im_start|>assistant\n``. A tool call
+is rendered as ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``: sampled in compact JSON, re-rendered
+in the next prompt with spaces after ``:`` and ``,`` as chat templates' ``tojson`` does, so, as with real
+templates, the prompt after a tool call does not extend the ids sampled before it.
 """
 
 from __future__ import annotations
@@ -41,13 +52,54 @@ from typing import Any
 import attrs
 
 __all__ = ["FAULT_KINDS", "Reply", "Script", "ScriptedChatServer", "failing_first", "first_user_text",
-           "per_conversation", "sequence", "storm"]
+           "per_conversation", "sequence", "storm", "toy_completion_ids", "toy_prompt_ids"]
 
 #: What :meth:`Reply.fault` can inject: HTTP 500; 429 without and with ``Retry-After``; the connection reset before
 #: any answer; an answer that comes only after ``hang_s`` (past the client's timeout); and HTTP 200 bodies that are
 #: no chat completion: cut JSON, ``choices: []``, a null message.
 FAULT_KINDS = ("500", "429", "429_retry_after", "reset", "hang", "cut_json", "empty_choices", "null_message")
 _BODY_FAULTS = ("reset", "cut_json", "empty_choices", "null_message")
+
+
+#: The toy tokenisation's special ids (see the module doc); a byte ``b`` is id ``b + TOY_BYTE_OFFSET``.
+TOY_IM_START, TOY_IM_END, TOY_BYTE_OFFSET = 1, 2, 16
+
+
+def _toy_bytes(text: str) -> list[int]:
+    return [byte + TOY_BYTE_OFFSET for byte in text.encode("utf-8")]
+
+
+def _toy_body(message: dict, separators: tuple[str, str] | None) -> str:
+    """A message's text as the toy template renders it; ``separators`` for the tool calls' JSON."""
+    content = message.get("content")
+    if not isinstance(content, str):
+        content = "" if content is None else json.dumps(content, separators=separators)
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        arguments = function.get("arguments")
+        try:
+            arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except ValueError:
+            pass  # malformed arguments stay the text they are
+        content += "<tool_call>" + json.dumps({"name": function.get("name"), "arguments": arguments},
+                                              separators=separators, ensure_ascii=False) + "</tool_call>"
+    return content
+
+
+def toy_prompt_ids(request: dict) -> list[int]:
+    """The toy tokenisation of a chat request's prompt (tools, messages, generation prompt); see the module doc."""
+    ids: list[int] = []
+    tools = request.get("tools")
+    blocks = [("tools", json.dumps(tools, ensure_ascii=False))] if tools else []
+    blocks += [(str(message.get("role")), _toy_body(message, None)) for message in request.get("messages") or ()]
+    for role, body in blocks:
+        ids += [TOY_IM_START, *_toy_bytes(f"{role}\n{body}"), TOY_IM_END, *_toy_bytes("\n")]
+    return ids + [TOY_IM_START, *_toy_bytes("assistant\n")]
+
+
+def toy_completion_ids(message: dict) -> list[int]:
+    """The toy tokenisation of an answer as sampled: its text, tool calls in compact JSON, then ``<|im_end|>``."""
+    return [*_toy_bytes(_toy_body(message, (",", ":"))), TOY_IM_END]
 
 
 @attrs.frozen(kw_only=True)
@@ -115,8 +167,9 @@ class Reply:
             return cls(content="", broken=kind)
         raise ValueError(f"unknown fault {kind!r}; one of {', '.join(FAULT_KINDS)}")
 
-    def body(self, request: dict, number: int) -> dict:
-        """The response JSON for ``request``."""
+    def body(self, request: dict, number: int, token_ids: str = "vllm") -> dict:
+        """The response JSON for ``request``; with its token ids when it asks for them (``token_ids``: the shape,
+        ``"vllm"`` or ``"sglang"``, see the module doc)."""
         if self.status >= 400:
             return {"error": {"message": self.error_message, "type": "scripted_error", "code": self.status}}
         message: dict[str, Any] = {"role": "assistant", "content": self.content}
@@ -139,21 +192,32 @@ class Reply:
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, **(self.usage or {})}
         if self.usage and "total_tokens" not in self.usage:
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        return {
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": message,
+            "finish_reason": self.finish_reason or ("tool_calls" if self.tool_calls else "stop"),
+            "logprobs": None,
+        }
+        answer: dict[str, Any] = {
             "id": f"chatcmpl-{number}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.get("model", "stub"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": self.finish_reason or ("tool_calls" if self.tool_calls else "stop"),
-                    "logprobs": None,
-                }
-            ],
+            "choices": [choice],
             "usage": usage,
         }
+        if request.get("return_token_ids") is True:
+            prompt, completion = toy_prompt_ids(request), toy_completion_ids(message)
+            choice["token_ids"] = completion
+            if token_ids == "sglang":
+                if request.get("return_prompt_token_ids") is True:
+                    choice["prompt_token_ids"] = prompt
+            else:
+                answer["prompt_token_ids"] = prompt
+            if not self.usage:  # counted as the server counts them
+                usage.update(prompt_tokens=len(prompt), completion_tokens=len(completion),
+                             total_tokens=len(prompt) + len(completion))
+        return answer
 
 
 Script = Callable[[dict], "Reply | Awaitable[Reply]"]
@@ -254,10 +318,20 @@ class ScriptedChatServer:
     The test request of an evaluation's preflight (header ``X-Bootcamp-Preflight``) is answered by
     ``preflight_script`` (default: a plain "OK") and kept in ``preflight_requests``, like ``GET /v1/models`` apart
     from the episodes' requests; pass the episodes' script as ``preflight_script`` to fault the preflight too.
+
+    ``token_ids``: the shape of the token ids a request with ``return_token_ids`` gets, ``"vllm"`` (the default) or
+    ``"sglang"`` (see the module doc); ``keep_responses=True`` keeps every episode request's answer JSON in
+    ``responses`` (matching ``requests`` by position while the requests come one at a time).
     """
 
     def __init__(self, script: Script | None = None, *, models: Iterable[str] = ("stub",), backlog: int = 4096,
-                 preflight_script: Script | None = None) -> None:
+                 preflight_script: Script | None = None, token_ids: str = "vllm",
+                 keep_responses: bool = False) -> None:
+        if token_ids not in ("vllm", "sglang"):
+            raise ValueError(f'token_ids must be "vllm" or "sglang", got {token_ids!r}')
+        self.token_ids = token_ids
+        self.keep_responses = keep_responses
+        self.responses: list[dict] = []
         self.script: Script = script or _default_script
         self.preflight_script: Script = preflight_script or _default_script
         self.preflight_requests: list[dict] = []
@@ -298,9 +372,12 @@ class ScriptedChatServer:
                 reply = await reply
             if reply.delay_s > 0:
                 await asyncio.sleep(reply.delay_s)
+            answer = reply.body(body, number, self.token_ids)
             if reply.broken is not None:
-                return self._broken(request, reply.broken, reply.body(body, number))
-            return JSONResponse(reply.body(body, number), status_code=reply.status, headers=reply.headers)
+                return self._broken(request, reply.broken, answer)
+            if self.keep_responses and "x-bootcamp-preflight" not in request.headers:
+                self.responses.append(answer)
+            return JSONResponse(answer, status_code=reply.status, headers=reply.headers)
 
         async def models(request: Request) -> Response:
             data = [{"id": model, "object": "model", "created": 0, "owned_by": "stub"} for model in self.models]
