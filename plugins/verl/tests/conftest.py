@@ -381,3 +381,20 @@ def run_loop(make_loop):
         return asyncio.run(episode())
 
     return run
+
+
+@pytest.fixture(scope="session")
+def token_server():
+    """The module of the tests' token-in/token-out model server (``token_server.py`` beside this file)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bootcamp_verl_token_server", Path(__file__).with_name(
+        "token_server.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def chat_template() -> str:
+    return CHAT_TEMPLATE

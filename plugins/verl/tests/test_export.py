@@ -146,8 +146,11 @@ def test_the_script_composes_with_verls_config(exported, tmp_path, main_ppo_conf
     assert rollout.multi_turn.max_parallel_calls == 20 and rollout.multi_turn.max_tool_response_length == 16384
     assert config.reward.custom_reward_function.path == "pkg://bootcamp_verl.reward"
     assert config.reward.custom_reward_function.name == "compute_score"
-    assert config.algorithm.adv_estimator == "grpo" and rollout.n == 8 and config.trainer.n_gpus_per_node == 4
-    assert (rollout.prompt_length, rollout.response_length) == (2048, 4096)
+    assert config.algorithm.adv_estimator == "bootcamp_grpo" and rollout.n == 8 and config.trainer.n_gpus_per_node == 4
+    assert config.data.filter_overlong_prompts is True
+    # 7 training records: a batch of 4 prompts, the mini-batch no larger
+    assert (config.data.train_batch_size, config.actor_rollout_ref.actor.ppo_mini_batch_size) == (4, 4)
+    assert (rollout.prompt_length, rollout.response_length) == (exported.sizes["data.max_prompt_length"], 4096)
     for path in (rollout.multi_turn.tool_config_path, rollout.agent.agent_loop_config_path, *config.data.train_files):
         assert Path(path).is_file()
     # verl's own checks, as main_ppo runs them before starting anything

@@ -45,6 +45,7 @@ from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, 
 from verl.experimental.agent_loop.tool_parser import FunctionCall
 from verl.tools.schemas import ToolResponse
 
+import bootcamp_verl.advantage  # noqa: F401  (registers bootcamp_grpo where verl loads this loop)
 from bootcamp_core import ConfigError, RolloutLimits, last_assistant_text, normalize_record, run_coroutine_off_loop
 from bootcamp_verl.tool import FAILURE_ATTRIBUTE, INSTANCE_ATTRIBUTE, BootcampTool, identity_from
 

@@ -60,7 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flag(export, "--tool-server", metavar="URL",
              help="run the tools on this bootcamp serve server instead of inside verl's workers")
     add_flag(export, "--model-path", default="Qwen/Qwen2.5-3B-Instruct", metavar="MODEL",
-             help="default of MODEL_PATH in run_main_ppo.sh (default: Qwen/Qwen2.5-3B-Instruct)")
+             help="default of MODEL_PATH in run_main_ppo.sh (default: Qwen/Qwen2.5-3B-Instruct); a local folder with "
+             "its tokenizer measures the prompt lengths exactly, else they are bounded at 1 byte per token")
+    add_flag(export, "--train-batch-size", type=int, default=None, metavar="N",
+             help="data.train_batch_size (default: what the training records fill, a power of two, at most 64)")
+    add_flag(export, "--max-response-length", type=int, default=4096, metavar="TOKENS",
+             help="data.max_response_length: every turn of a trajectory, tool output included (default: 4096)")
     add_flag(export, "--rollout-name", default="sglang", choices=("sglang", "vllm"),
              help="default of ROLLOUT_NAME in run_main_ppo.sh (default: sglang)")
     export.set_defaults(run=run_export)
@@ -84,7 +89,9 @@ def run_export(args: argparse.Namespace) -> int:
         raise ConfigError("--output-dir is required")
     for flag, value in (("--max-assistant-turns", args.max_assistant_turns), ("--max-user-turns", args.max_user_turns),
                         ("--max-parallel-calls", args.max_parallel_calls),
-                        ("--max-tool-response-length", args.max_tool_response_length)):
+                        ("--max-tool-response-length", args.max_tool_response_length),
+                        ("--train-batch-size", args.train_batch_size),
+                        ("--max-response-length", args.max_response_length)):
         if value is not None and value < 1:
             raise ConfigError(f"{flag} must be at least 1, got {value}")
     options = ExportOptions(
@@ -100,6 +107,8 @@ def run_export(args: argparse.Namespace) -> int:
         tool_server=args.tool_server,
         model_path=args.model_path,
         rollout_name=args.rollout_name,
+        train_batch_size=args.train_batch_size,
+        max_response_length=args.max_response_length,
     )
     result = export_datasets(args.dataset_path, args.output_dir, val_dataset_paths=args.val_dataset_path,
                              options=options)
@@ -109,7 +118,9 @@ def run_export(args: argparse.Namespace) -> int:
         print(f"wrote {path} ({count} records)")
     print(f"wrote {result.tool_config} ({len(result.tools)} tool{'s' if len(result.tools) != 1 else ''})")
     print(f"wrote {result.agent_loop_config}")
-    print(f"wrote {result.script}")
+    sizes = ", ".join(f"{key.rsplit('.', 1)[-1]}={value}" for key, value in result.sizes.items())
+    print(f"wrote {result.script} ({sizes}; prompt lengths measured with the "
+          f"{'tokenizer' if result.measured_with == 'tokenizer' else 'bound of 1 byte per token'})")
     print(f"next, on the GPU machine: MODEL_PATH=<model> bash {result.script}")
     return 0
 

@@ -14,6 +14,9 @@ export share one schema (verl concatenates train files); this module imports no 
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -40,12 +43,14 @@ __all__ = [
     "ADAPTER_CLASS",
     "AGENT_LOOP_CLASS",
     "AGENT_NAME",
+    "BYTES_PER_TOKEN",
     "REWARD_PATH",
     "TRAINING_DEFAULTS",
     "ExportOptions",
     "ExportResult",
     "export_datasets",
     "integration_overrides",
+    "missing_imports",
     "verl_record_schema",
 ]
 
@@ -59,6 +64,15 @@ TOOL_CONFIG_NAME = "tool_config.yaml"
 AGENT_LOOP_CONFIG_NAME = "agent_loop_config.yaml"
 SCRIPT_NAME = "run_main_ppo.sh"
 _BATCH_ROWS = 4096
+#: Without the model's tokenizer on disk, prompt lengths are bounded at this many bytes per token: a byte-level BPE
+#: token (Qwen, Llama 3, GPT-2 ...) is at least one byte, so the count it gives is never below the real one.
+BYTES_PER_TOKEN = 1
+#: Bytes a chat template adds per message (role markers) and once for the tool preamble, in the bound above.
+_TEMPLATE_BYTES_PER_MESSAGE = 32
+_TEMPLATE_BYTES_FOR_TOOLS = 1024
+#: Largest data.train_batch_size the export picks, and the largest actor mini-batch.
+_MAX_TRAIN_BATCH = 64
+_MAX_MINI_BATCH = 16
 
 
 @attrs.frozen(kw_only=True)
@@ -88,6 +102,10 @@ class ExportOptions:
     #: defaults of run_main_ppo.sh (each an environment variable there)
     model_path: str = "Qwen/Qwen2.5-3B-Instruct"
     rollout_name: str = "sglang"
+    #: data.train_batch_size (prompts per step); default: what fits the training records (at most 64)
+    train_batch_size: int | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.ge(1)))
+    #: data.max_response_length (tokens of every turn of one trajectory, tool output included)
+    max_response_length: int = attrs.field(default=4096, validator=attrs.validators.ge(1))
     #: the schema of the records read (an extension of RECORD_SCHEMA carries its fields into the export)
     record_schema: RecordSchema = RECORD_SCHEMA
 
@@ -110,6 +128,10 @@ class ExportResult:
     #: tool ids in tool_config.yaml
     tools: list[str]
     warnings: list[str]
+    #: the sizes written into run_main_ppo.sh (data.max_prompt_length, data.train_batch_size ...)
+    sizes: dict[str, int] = attrs.field(factory=dict)
+    #: how the prompt lengths were measured: "tokenizer" (the model's, from disk) or "bytes" (the bound)
+    measured_with: str = "bytes"
 
     @property
     def files(self) -> list[Path]:
@@ -377,13 +399,14 @@ def _agent_loop_config(options: ExportOptions) -> list[dict]:
     return [entry]
 
 
-#: Settings main_ppo needs before it starts (verl checks them), sized for a first run; later arguments win.
+#: Settings main_ppo needs before it starts (verl checks them), sized for a first run; later arguments win. The
+#: sizes measured from the records (``export_sizes``) come after these.
 TRAINING_DEFAULTS = (
-    "algorithm.adv_estimator=grpo",
+    # GRPO with the trajectories that failed for infrastructure reasons out of the group statistics
+    "algorithm.adv_estimator=bootcamp_grpo",
     "actor_rollout_ref.rollout.n=8",
-    # tool schemas and tool output make multi-turn prompts and responses long; longer prompts are dropped by verl
-    "data.max_prompt_length=2048",
-    "data.max_response_length=4096",
+    # verl's default (False) keeps an overlong prompt and the agent loop cuts its start: system prompt, tool schemas
+    "data.filter_overlong_prompts=True",
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4",
@@ -422,6 +445,91 @@ def integration_overrides(train_files: Sequence[str], val_files: Sequence[str], 
     ]
 
 
+# ------------------------------------------------------------------------------------------------- sizes
+def _local_tokenizer(model_path: str) -> Any:
+    """The model's tokenizer when ``model_path`` is a folder holding one (never a download), else None."""
+    folder = Path(model_path).expanduser()
+    if not folder.is_dir() or not any((folder / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json")):
+        return None
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        return None
+    try:
+        return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"--model-path {model_path}: cannot read its tokenizer: {error}") from None
+
+
+def _token_count(tokenizer: Any, messages: list[dict], schemas: list[dict]) -> int:
+    """Tokens of a prompt as verl's RLHFDataset counts them for its length filter (chat template, every tool)."""
+    ids = tokenizer.apply_chat_template(messages, tools=schemas or None, add_generation_prompt=True, tokenize=True)
+    if hasattr(ids, "keys"):  # transformers may answer a BatchEncoding
+        ids = ids["input_ids"]
+    if ids and isinstance(ids[0], list):
+        ids = ids[0]
+    return len(ids)
+
+
+def _byte_bound(messages: list[dict], schemas: list[dict]) -> int:
+    size = sum(len(str(message.get("content") or "").encode("utf-8")) + _TEMPLATE_BYTES_PER_MESSAGE
+               for message in messages)
+    if schemas:
+        size += len(json.dumps(schemas, ensure_ascii=False).encode("utf-8")) + _TEMPLATE_BYTES_FOR_TOOLS
+    return math.ceil(size / BYTES_PER_TOKEN)
+
+
+def _longest_prompt(paths: Sequence[Path], schemas: list[dict], options: ExportOptions) -> tuple[int, str]:
+    """(the longest prompt of ``paths`` in tokens with every exported tool schema, "tokenizer" or "bytes")."""
+    tokenizer = _local_tokenizer(options.model_path)
+    longest = 1
+    for path in paths:
+        for position, sample, _record in _samples(path, options.record_schema):
+            messages = _prompt(sample, f"{path}: record {position}", options.system_prompt)
+            if tokenizer is not None:
+                count = _token_count(tokenizer, messages, schemas)
+            else:
+                count = _byte_bound(messages, schemas)
+            longest = max(longest, count)
+    return longest, "tokenizer" if tokenizer is not None else "bytes"
+
+
+def _power_of_two_at_most(value: int) -> int:
+    return 1 << (max(1, value).bit_length() - 1)
+
+
+def export_sizes(train_records: int, longest_prompt: int, options: ExportOptions) -> dict[str, int]:
+    """The data and batch sizes of run_main_ppo.sh: the prompt length the longest prompt needs (rounded up to 64
+    tokens), the response length given, and a train batch (a power of two, at most 64 prompts) and actor
+    mini-batch (at most 16) that the training records fill: verl's dataloader drops an incomplete last batch, so a
+    batch larger than the dataset would give no step at all."""
+    batch = options.train_batch_size or _power_of_two_at_most(min(train_records, _MAX_TRAIN_BATCH))
+    return {
+        "data.max_prompt_length": 64 * math.ceil(longest_prompt / 64),
+        "data.max_response_length": options.max_response_length,
+        "data.train_batch_size": batch,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": min(batch, _MAX_MINI_BATCH),
+    }
+
+
+#: What ``main_ppo`` imports on its default path (``trainer.use_v1``) besides the rollout engine.
+_RUNTIME_MODULES = ("verl", "torch", "ray", "transfer_queue")
+
+
+def missing_imports(rollout_name: str) -> list[str]:
+    """The modules ``main_ppo`` with this rollout engine imports that this Python cannot find (nothing imported)."""
+    return [name for name in (*_RUNTIME_MODULES, rollout_name) if importlib.util.find_spec(name) is None]
+
+
+def _install_note(rollout_name: str) -> str | None:
+    missing = missing_imports(rollout_name)
+    if not missing:
+        return None
+    return (f"main_ppo cannot start in this Python: {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not installed; where it trains, run "
+            f"pip install \"bootcamp-verl[{rollout_name}]\" (verl's {rollout_name} extra, with TransferQueue)")
+
+
 _SCRIPT = """\
 #!/usr/bin/env bash
 # Written by `bootcamp verl export`: GRPO on {what} with verl's main_ppo. Run it on the GPU machine from anywhere
@@ -439,12 +547,15 @@ ARGS=(
 {integration}
   # training settings verl needs before it starts, sized for a first run: tune them
 {training}
+  # measured from the records: the longest prompt with every tool schema ({measured}), batches the data fills
+{sizes}
 )
 exec "$PYTHON" -m verl.trainer.main_ppo "${{ARGS[@]}}" "$@"
 """
 
 
-def _script(train: Sequence[Path], val: Sequence[Path], options: ExportOptions) -> str:
+def _script(train: Sequence[Path], val: Sequence[Path], options: ExportOptions, sizes: dict[str, int],
+            measured: str) -> str:
     here = "$HERE"
     integration = integration_overrides(
         [f"{here}/{path.name}" for path in train],
@@ -462,6 +573,7 @@ def _script(train: Sequence[Path], val: Sequence[Path], options: ExportOptions) 
 
     return _SCRIPT.format(what=", ".join(path.name for path in train), script=SCRIPT_NAME,
                           integration=lines(integration), training=lines(TRAINING_DEFAULTS),
+                          sizes=lines(f"{key}={value}" for key, value in sizes.items()), measured=measured,
                           model_path=options.model_path, rollout_name=options.rollout_name)
 
 
@@ -491,6 +603,9 @@ def export_datasets(dataset_paths: Sequence[str | os.PathLike], output_dir: str 
     options = _with_turn_limits(options, survey.generators, registry)
     tools = survey.tools
     tool_names = sorted(tools)
+    # verl's length filter renders every prompt with every tool of the tool config
+    longest, measured_with = _longest_prompt(train + val, [tools[name].schema.schema for name in tool_names],
+                                             options)
 
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
@@ -505,6 +620,9 @@ def export_datasets(dataset_paths: Sequence[str | os.PathLike], output_dir: str 
         written[source] = target
     train_files = [written[path] for path in train]
     val_files = [written[path] for path in val] or train_files
+    sizes = export_sizes(sum(records[path] for path in train_files), longest, options)
+    measured = (f"the tokenizer of {options.model_path}" if measured_with == "tokenizer"
+                else f"at most {BYTES_PER_TOKEN} byte per token, no tokenizer at {options.model_path}")
 
     tool_config = output / TOOL_CONFIG_NAME
     _write_yaml(tool_config, "# Written by `bootcamp verl export`: the bootcamp tools these datasets use, for "
@@ -515,7 +633,7 @@ def export_datasets(dataset_paths: Sequence[str | os.PathLike], output_dir: str 
                 _agent_loop_config(options))
     script = output / SCRIPT_NAME
     with atomic_write(script) as handle:
-        handle.write(_script(train_files, val_files, options))
+        handle.write(_script(train_files, val_files, options, sizes, measured))
     script.chmod(0o755)
     return ExportResult(
         parquet_files=train_files,
@@ -525,5 +643,7 @@ def export_datasets(dataset_paths: Sequence[str | os.PathLike], output_dir: str 
         script=script,
         records=records,
         tools=[tools[name].tool_id for name in tool_names],
-        warnings=_warnings(tools),
+        warnings=[*_warnings(tools), *filter(None, [_install_note(options.rollout_name)])],
+        sizes=sizes,
+        measured_with=measured_with,
     )

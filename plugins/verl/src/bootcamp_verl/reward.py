@@ -31,6 +31,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import bootcamp_verl.advantage  # noqa: F401  (registers bootcamp_grpo where verl loads this reward)
 from bootcamp_core import normalize_record, score_trajectory
 
 __all__ = ["RESULT_KEYS", "TOOL_SPANS", "compute_score", "final_text"]
