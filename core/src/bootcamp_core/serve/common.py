@@ -111,6 +111,8 @@ def parse_object(body: bytes) -> dict:
         data = json.loads(body) if body.strip() else {}
     except ValueError as error:
         raise ApiError(400, "bad_request", f"the body is not valid JSON ({error})") from None
+    except RecursionError:
+        raise ApiError(400, "bad_request", "the body's JSON is nested too deeply") from None
     if not isinstance(data, dict):
         raise ApiError(400, "bad_request", f"the body must be a JSON object, got {type(data).__name__}")
     return data

@@ -69,7 +69,8 @@ def render_dashboard(status: dict) -> str:
 <body>
 <h1>bootcamp tool server</h1>
 <p>{_text(ready)}: {len(live)} of {len(workers)} worker(s) online (expected {_text(status.get("expected_workers"))}),
-{_text(status.get("instances"))} active instance(s), up {_text(status.get("uptime_s"))} s.
+{_text(status.get("instances"))} active instance(s), {_text(status.get("worker_restarts", 0))} worker restart(s),
+up {_text(status.get("uptime_s"))} s.
 Master: {_host(status.get("host"))}. This page refreshes every {REFRESH_S} s.</p>
 <h2>Workers</h2>
 <table><tr><th>id</th><th>status</th><th>url</th><th>instances</th><th>routed load</th><th>last heartbeat</th>

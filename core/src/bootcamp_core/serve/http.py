@@ -265,6 +265,8 @@ def tool_route(app: Any, handler: Handler, *, token: str | None, max_body_bytes:
             status, payload = await handler(scope["path"], body)
         except ApiError as error:
             status, payload = error.status, error.body()
+        except Exception as error:  # noqa: BLE001  # a bug, not the caller's: still a JSON error body
+            status, payload = 500, ApiError(500, "infrastructure", f"{type(error).__name__}: {error}").body()
         await send({"type": "http.response.start", "status": status,
                     "headers": [*JSON_HEADERS, (b"content-length", str(len(payload)).encode())]})
         await send({"type": "http.response.body", "body": payload})

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -298,6 +299,33 @@ def _stop(processes: list[subprocess.Popen], grace_s: float = 5.0) -> None:
             process.wait()
 
 
+#: unified mode restarts dead workers at most this many times in all, waiting longer after each restart
+MAX_RESTARTS = 20
+RESTART_BACKOFF_S = (0.5, 30.0)
+
+
+def _supervise(workers: list[subprocess.Popen], spawn: Any, master: Any, stop: threading.Event) -> None:
+    """Restart worker processes that exited (bounded, with backoff); each restart is counted on ``/health``."""
+    delay, warned = RESTART_BACKOFF_S[0], False
+    while not stop.wait(0.2):
+        for index, process in enumerate(workers):
+            if process.poll() is None or stop.is_set():
+                continue
+            if master.worker_restarts >= MAX_RESTARTS:
+                if not warned:
+                    logger.error("worker exited with %s; not restarted (%d restarts already)", process.returncode,
+                                 MAX_RESTARTS)
+                    warned = True
+                continue
+            logger.warning("worker pid %d exited with %s; restarting it in %g s", process.pid, process.returncode,
+                           delay)
+            if stop.wait(delay):
+                return
+            workers[index] = spawn()
+            master.worker_restarts += 1
+            delay = min(delay * 2, RESTART_BACKOFF_S[1])
+
+
 def _sigterm_like_ctrl_c() -> None:
     """uvicorn re-raises SIGTERM after its graceful shutdown; unwinding like Ctrl-C lets ``serve`` stop its workers."""
 
@@ -324,6 +352,7 @@ def serve(config: ServeConfig, registry: Any = None) -> int:
     url = url_of(config.host, sock.getsockname()[1])
     _setup_logs(config, "master")
     workers: list[subprocess.Popen] = []
+    stopping = threading.Event()
     try:
         if config.mode == "unified":
             from bootcamp_core.plugin.loader import get_registry
@@ -332,8 +361,13 @@ def serve(config: ServeConfig, registry: Any = None) -> int:
             master = _master(config, config.num_workers, url)
             env = {**os.environ, **({TOKEN_ENV: token} if token else {})}  # never on a command line (ps shows it)
             die_with_master = _death_signal()
+            def spawn() -> subprocess.Popen:
+                return subprocess.Popen(_worker_command(config, url), env=env, preexec_fn=die_with_master)
+
             for _ in range(config.num_workers):
-                workers.append(subprocess.Popen(_worker_command(config, url), env=env, preexec_fn=die_with_master))
+                workers.append(spawn())
+            threading.Thread(target=_supervise, args=(workers, spawn, master, stopping), name="bootcamp-supervisor",
+                             daemon=True).start()
             logger.info("master on %s with %d worker process(es)", url, config.num_workers)
         else:
             master = _master(config, config.num_workers, url)
@@ -342,6 +376,7 @@ def serve(config: ServeConfig, registry: Any = None) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        stopping.set()
         _stop(workers)
         sock.close()
     logger.info("stopped")

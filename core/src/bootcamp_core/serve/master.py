@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
+import hmac
 import itertools
 import logging
+import secrets
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -71,6 +73,10 @@ class WorkerEntry:
     load: int = 0  # instances the master routed here and not yet released
     reported_instances: int = 0
     death: str = ""
+    secret: str = attrs.field(default="", repr=False)  # issued at the first registration; proves the worker later
+
+    def proves(self, given: Any) -> bool:
+        return bool(self.secret) and isinstance(given, str) and hmac.compare_digest(given.encode(), self.secret.encode())
 
     def public(self, now: float) -> dict:
         return {
@@ -188,6 +194,7 @@ class Master:
         self.started = monotonic()
         self._client: Any = None
         self._tasks: list[asyncio.Task] = []
+        self.worker_restarts = 0  # dead worker processes unified mode started again
         self.on_ready: Callable[[dict], None] | None = None  # called once, when every expected worker is there
         # after a (re)start, unknown instances may belong to workers that have not re-registered yet
         self.grace_s = 2 * settings.heartbeat_interval_s
@@ -207,18 +214,23 @@ class Master:
                 reported = {item: list(tools) for item in reported if isinstance(item, str)}
             instances = {key: [tool for tool in value if isinstance(tool, str)] for key, value in reported.items()
                          if isinstance(key, str) and isinstance(value, list)}
+            known = self.router.workers.get(worker_id)
+            if known is not None and not known.proves(data.get("secret")):
+                raise ApiError(403, "worker_id_taken", f"worker id {worker_id!r} is registered already; only that "
+                               "worker (with the secret it was issued) can register under it again")
             now = monotonic()
             worker = WorkerEntry(
                 id=worker_id, url=url.rstrip("/"), tools=tools,
                 namespaces=frozenset(key.split("/", 1)[0] for key in tools),
                 host=data.get("host") if isinstance(data.get("host"), dict) else {},
                 registered_at=now, last_heartbeat=now, reported_instances=len(instances),
+                secret=known.secret if known is not None else secrets.token_urlsafe(24),
             )
-            self.router.add(worker, instances)
+            entry = self.router.add(worker, instances)
             self._check_ready()
             logger.info("worker %s registered at %s serving %d tool(s)", worker_id, worker.url, len(tools))
             return json_response({"worker_id": worker_id, "heartbeat_interval_s": self.settings.heartbeat_interval_s,
-                                  "worker_timeout_s": self.settings.worker_timeout_s})
+                                  "worker_timeout_s": self.settings.worker_timeout_s, "secret": entry.secret})
         except ApiError as error:
             return error.response()
 
@@ -229,6 +241,8 @@ class Master:
             worker = self.router.workers.get(data.get("worker_id"))  # type: ignore[arg-type]
             if worker is None or not worker.alive:
                 raise ApiError(404, "unknown_worker", "unknown worker: register again")
+            if not worker.proves(data.get("secret")):
+                raise ApiError(403, "wrong_secret", "the worker's secret is missing or wrong")
             worker.last_heartbeat = monotonic()
             if isinstance(data.get("instances"), int):
                 worker.reported_instances = data["instances"]
@@ -245,6 +259,8 @@ class Master:
             require_token(request, self.settings.token)
             data = parse_object(await read_body(request, self.settings.max_body_bytes))
             worker = self.router.workers.get(data.get("worker_id"))  # type: ignore[arg-type]
+            if worker is not None and not worker.proves(data.get("secret")):
+                raise ApiError(403, "wrong_secret", "the worker's secret is missing or wrong")
             if worker is not None:
                 self.router.kill(worker, "unregistered (shut down)")
             return json_response({"ok": worker is not None})
@@ -355,6 +371,7 @@ class Master:
             "ready": alive >= max(self.settings.expected_workers, 1),
             "expected_workers": self.settings.expected_workers,
             "live_workers": alive,
+            "worker_restarts": self.worker_restarts,
             "instances": len(self.router.instances),
             "uptime_s": round(now - self.started, 1),
             "host": self.info,

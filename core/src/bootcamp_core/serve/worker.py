@@ -308,6 +308,7 @@ class Worker:
         self.settings = settings
         self.url = ""
         self.registered = False
+        self.secret: str | None = None  # issued by the master at the first registration; proves this worker later
         self.info = host_info()
         self._tasks: list[asyncio.Task] = []
         self._client: Any = None
@@ -373,7 +374,8 @@ class Worker:
             await asyncio.gather(*self._tasks, return_exceptions=True)
             if self.registered:
                 with contextlib.suppress(Exception):
-                    await self._post("/workers/unregister", {"worker_id": self.settings.worker_id}, timeout=2.0)
+                    await self._post("/workers/unregister", {"worker_id": self.settings.worker_id,
+                                                             "secret": self.secret}, timeout=2.0)
             await self.host.release_all()
             if self._client is not None:
                 self._client.close()
@@ -395,6 +397,7 @@ class Worker:
             "tools": self.host.schemas,
             "instances": {key: sorted(value.tools) for key, value in self.host.instances.items()},
             "host": self.info,
+            **({"secret": self.secret} if self.secret else {}),
         }
 
     async def _post(self, path: str, payload: dict, timeout: float) -> tuple[int, dict]:
@@ -418,6 +421,8 @@ class Worker:
                     status, data = await self._post("/workers/register", self.registration(), timeout=max(interval, 1))
                     if status != 200:
                         raise RuntimeError(f"HTTP {status}: {(data.get('error') or {}).get('message', '')}")
+                    if isinstance(data.get("secret"), str):
+                        self.secret = data["secret"]
                     self.registered = True
                     told = data.get("heartbeat_interval_s")
                     if isinstance(told, (int, float)) and 0 < told < interval:  # the master decides who is dead
@@ -429,6 +434,7 @@ class Worker:
                     reaped = list(self.host.reaped)
                     status, _ = await self._post("/workers/heartbeat", {
                         "worker_id": self.settings.worker_id,
+                        "secret": self.secret,
                         "instances": len(self.host.instances),
                         "reaped": reaped,
                     }, timeout=max(interval, 1))
