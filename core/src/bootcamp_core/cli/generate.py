@@ -39,6 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              help="also concatenate every bootcamp's files into all_<split>.*")
     add_flag(parser, "--continue-on-error", action="store_true", help="a failing bootcamp does not stop the others")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                        help="generate ranges of records as Ray tasks, written here in order (byte-identical to a "
+                             "local run): no value starts a local Ray (or joins RAY_ADDRESS), `auto` joins a running "
+                             "cluster, ray://HOST:PORT uses Ray Client; needs bootcamp-core[ray]")
+    add_flag(parser, "--ray-tasks", type=int, metavar="N",
+             help="with --ray: ranges in flight at once (default: twice the cluster's CPUs)")
 
 
 def _overrides(args: argparse.Namespace) -> dict:
@@ -88,14 +94,24 @@ def run(args: argparse.Namespace) -> int:
         configs = [gen.config_for_bootcamp(namespace, registry, overrides) for namespace in namespaces]
     total = sum(sum(config.split_samples.values()) for config in configs)
     with progress_bar(total, "generating", disable=args.quiet) as advance:
-        reports = gen.generate_many(
-            configs,
-            args.output_dir,
-            max_workers=args.max_workers,
-            continue_on_error=args.continue_on_error,
-            registry=registry,
-            progress=advance,
-        )
+        if args.ray is not None:
+            from bootcamp_core.scale.generate import RayGeneration
+            from bootcamp_core.scale.generate import generate_many as generate_on_ray
+
+            used = RayGeneration()
+            reports = generate_on_ray(configs, args.output_dir, address=args.ray, in_flight=args.ray_tasks,
+                                      continue_on_error=args.continue_on_error, registry=registry, progress=advance,
+                                      used=used)
+            print(f"ray: {used.tasks} tasks on {len(used.worker_pids)} worker processes", file=sys.stderr)
+        else:
+            reports = gen.generate_many(
+                configs,
+                args.output_dir,
+                max_workers=args.max_workers,
+                continue_on_error=args.continue_on_error,
+                registry=registry,
+                progress=advance,
+            )
     for report in reports:
         if report.error:
             print(f"failed: {report.error}", file=sys.stderr)

@@ -1,1 +1,2 @@
-"""Distributed backends on an existing engine (Ray), imported only when asked for; none is here yet."""
+"""Distributed backends on an existing engine (Ray), imported only when asked for: joining a cluster
+(:mod:`.cluster`) and generation as Ray tasks (:mod:`.generate`)."""

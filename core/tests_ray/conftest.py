@@ -1,0 +1,108 @@
+"""A real local Ray cluster for these tests: ``ray start --head`` on 127.0.0.1 with a temporary directory of its own,
+two CPUs (so two worker processes), no dashboard; stopped afterwards by its own process ids, never by ``ray stop``."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bootcamp_core.plugin.loader import Registry
+from bootcamp_core.testing import registry_of
+
+# The cluster listens on 127.0.0.1 only: Ray otherwise rewrites a loopback address to the machine's own address
+# (its single-machine setting, the default on macOS and Windows, keeps loopback as it is). Set before Ray is imported
+# here and inherited by the cluster and every command the tests run.
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+# a loopback cluster of the tests' own: no token written to the home directory for it
+os.environ["RAY_AUTH_MODE"] = "disabled"
+os.environ.pop("RAY_ADDRESS", None)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LocalCluster:
+    def __init__(self, address: str, temp_dir: Path, head: psutil.Process) -> None:
+        self.address, self.temp_dir, self.head = address, temp_dir, head
+
+    def processes(self) -> list[psutil.Process]:
+        """The head process and everything it started (GCS, raylet, workers), by process id."""
+        try:
+            return [self.head, *self.head.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def session_logs(self) -> list[Path]:
+        return [path for path in self.temp_dir.rglob("*") if path.is_file() and "logs" in path.parts]
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[LocalCluster]:
+    # short: Ray's socket paths live under it and a Unix socket path has a length limit
+    temp_dir = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    port = _free_port()
+    ray_cli = Path(sys.executable).with_name("ray")
+    env = {**os.environ, "BOOTCAMP_LOAD_PLUGINS": "example", "BOOTCAMP_STRICT_PLUGINS": "1",
+           "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("RAY_ADDRESS", None)
+    # --block keeps the head process in the foreground: every process of the cluster descends from it
+    head = subprocess.Popen(
+        [str(ray_cli), "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port),
+         "--temp-dir", str(temp_dir), "--num-cpus", "2", "--include-dashboard=false", "--disable-usage-stats"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    address = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 120  # a hang watchdog: the machine may be busy
+    while True:
+        if head.poll() is not None:
+            raise RuntimeError(f"ray start exited with {head.returncode}")
+        if any(path.name == "raylet.out" for path in temp_dir.rglob("raylet.out")):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+        if time.monotonic() > deadline:
+            head.kill()
+            raise RuntimeError("the local Ray cluster did not come up")
+        time.sleep(0.2)
+    cluster = LocalCluster(address, temp_dir, psutil.Process(head.pid))
+    try:
+        yield cluster
+    finally:
+        processes = cluster.processes()
+        # the head first (it stops what it started), then whatever is left, by process id
+        head.terminate()
+        _, alive = psutil.wait_procs(processes, timeout=5)
+        for process in alive:
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(alive, timeout=10)
+        head.wait(timeout=15)
+
+
+@pytest.fixture(scope="session")
+def example_registry() -> Registry:
+    return registry_of("example")
+
+
+@pytest.fixture
+def only_example(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOOTCAMP_LOAD_PLUGINS", "example")
+    monkeypatch.setenv("BOOTCAMP_STRICT_PLUGINS", "1")
+    monkeypatch.delenv("BOOTCAMP_BLOCK_PLUGINS", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
