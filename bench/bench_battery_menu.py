@@ -1,7 +1,8 @@
 """bootcamp-battery-design shortcut benchmark: the best fixed menu of designs, and what every policy scores.
 
-1. ``menu``: 256 Latin-hypercube designs of the default design box (seeded, rounded to round numbers) are simulated
-   under the conditions of 40 train-split tasks of the default config; a design covers a task when it meets both of
+1. ``menu``: 256 Latin-hypercube points of the normalised design window (seeded, 3 decimals; each task maps them
+   into its own manufacturing window) are simulated under the conditions of 40 train-split tasks of the default
+   config; a design covers a task when it meets both of
    the task's targets. Greedy set cover picks 8 designs (each the one covering the most tasks not yet covered): the
    best fixed menu of 8, printed as Python for ``tests/test_shortcuts.py``. Its first pick is the best constant
    design (the one that meets the most tasks alone).
@@ -30,31 +31,32 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def latin_hypercube(count: int, seed: int) -> list[tuple[float, ...]]:
-    """``count`` designs, one per stratum of every variable's range, each value rounded to 3 significant digits."""
+    """``count`` designs in normalised window coordinates (0 = the window's low edge, 1 = its high edge), one per
+    stratum of every variable, each coordinate rounded to 3 decimals."""
     from bootcamp_battery_design.cell import DESIGN_VARIABLES
 
     rng = random.Random(seed)
     columns = []
-    for variable in DESIGN_VARIABLES:
-        low, high = variable.bounds
+    for _ in DESIGN_VARIABLES:
         strata = list(range(count))
         rng.shuffle(strata)
-        columns.append([float(f"{low + (stratum + rng.random()) / count * (high - low):.3g}") for stratum in strata])
-    return [tuple(min(max(value, variable.bounds[0]), variable.bounds[1])
-                  for value, variable in zip(row, DESIGN_VARIABLES)) for row in zip(*columns)]
+        columns.append([round((stratum + rng.random()) / count, 3) for stratum in strata])
+    return [tuple(row) for row in zip(*columns)]
 
 
 def _results(job: tuple[dict, list[tuple[float, ...]]]) -> list[list[float] | None]:
     """(specific energy, peak temperature) of every design under one task's conditions; None where it failed."""
+    from bootcamp_battery_design.agent import Task
     from bootcamp_battery_design.cell import CellDesign, Conditions
     from bootcamp_battery_design.simulator import SimulationError, get_simulator
 
     identity, designs = job
     conditions = Conditions.from_identity(identity)
+    window = Task.from_identity(identity)
     rows: list[list[float] | None] = []
-    for values in designs:
+    for point in designs:
         try:
-            result = get_simulator().simulate(CellDesign(*values), conditions)
+            result = get_simulator().simulate(CellDesign(*window.design(point)), conditions)
             rows.append([result.specific_energy_Wh_kg, result.peak_temperature_K])
         except SimulationError:
             rows.append(None)
@@ -81,7 +83,7 @@ def menu(args: argparse.Namespace) -> None:
     print(f"{len(identities)} train tasks generated in {time.perf_counter() - started:.0f} s", flush=True)
     matrix_path = Path(args.matrix) if args.matrix else None
     cached = json.loads(matrix_path.read_text()) if matrix_path and matrix_path.exists() else {}
-    keys = [json.dumps(identity["conditions"], sort_keys=True) for identity in identities]
+    keys = [json.dumps([identity["conditions"], identity["bounds"]], sort_keys=True) for identity in identities]
     todo = [] if args.cached_only else [(key, identity) for key, identity in zip(keys, identities) if key not in cached]
     if args.cached_only:  # the tasks whose matrix rows an earlier (perhaps interrupted) run kept
         kept = [index for index, key in enumerate(keys) if key in cached]

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from bootcamp_battery_design.agent import START, SearchAgent, Task
+from bootcamp_battery_design.agent import SearchAgent, Task, start_point
 from bootcamp_battery_design.answer import extract_design
 from bootcamp_battery_design.cell import DESIGN_VARIABLES
 from bootcamp_battery_design.generator import CellDesignGenerator
@@ -74,7 +74,8 @@ def test_first_move_is_one_simulation_of_the_start_design(make_identity) -> None
     message = asyncio.run(SearchAgent().act([{"role": "user", "content": "..."}], [], identity, random.Random(0)))
     [call] = message["tool_calls"]
     assert call["function"]["name"] == "run_battery_simulation"
-    expected = Task.from_identity(identity).design(START)
+    task = Task.from_identity(identity)
+    expected = task.design(start_point(task))
     assert json.loads(call["function"]["arguments"]) == dict(zip(_ARGUMENTS, expected))
 
 
@@ -115,7 +116,8 @@ def test_answers_as_soon_as_a_design_meets_both_targets(make_identity) -> None:
 def test_never_asks_again_for_a_design_the_simulator_could_not_run(make_identity) -> None:
     identity = make_identity()
     agent = SearchAgent()
-    start = Task.from_identity(identity).design(START)
+    task = Task.from_identity(identity)
+    start = task.design(start_point(task))
     asked = [dict(zip(_ARGUMENTS, start))]
     failure = "Error: the solver failed for this design (...). Nothing was simulated; 7 calls left."
     message = asyncio.run(agent.act(_conversation([failure], asked), [], identity, random.Random(0)))

@@ -9,7 +9,7 @@ import pytest
 
 from bootcamp_battery_design.answer import ANSWER_FORMAT
 from bootcamp_battery_design.cell import DESIGN_VARIABLES, CellDesign, Conditions
-from bootcamp_battery_design.generator import DEFAULTS, CellDesignGenerator
+from bootcamp_battery_design.generator import DEFAULTS, WINDOW_GRID, CellDesignGenerator
 from bootcamp_battery_design.simulator import CellSimulator
 from bootcamp_core import ConfigError, GenerationError, Registry
 from bootcamp_core.testing import generate_records
@@ -54,8 +54,13 @@ def test_everything_drawn_lies_in_its_ranges(identities: list[dict]) -> None:
         assert 0.5 <= conditions["c_rate"] <= 2.0
         assert 288.15 <= conditions["ambient_temperature_K"] <= 308.15
         assert 10 <= conditions["heat_transfer_coefficient_W_m2K"] <= 40
-        assert identity["bounds"] == {"pos_thickness_m": [4e-05, 0.00014], "pos_porosity": [0.2, 0.5],
-                                      "neg_porosity": [0.2, 0.45], "np_ratio": [1.0, 1.5]}
+        # the manufacturing window: 30% of each variable's range, inside it, edges on round numbers
+        for variable, grid in zip(DESIGN_VARIABLES, WINDOW_GRID):
+            low, high = identity["bounds"][variable.key]
+            full_low, full_high = variable.bounds
+            assert full_low <= low < high <= full_high and low <= oracle[variable.key] <= high
+            assert high - low == pytest.approx(DEFAULTS["window"] * (full_high - full_low), abs=grid)
+            assert low / grid == pytest.approx(round(low / grid), abs=1e-6)
         assert identity["budget"] == DEFAULTS["budget"]
     assert len({json.dumps(identity, sort_keys=True) for identity in identities}) == len(identities)
 
@@ -72,13 +77,14 @@ def test_the_prompt_states_the_task_but_never_the_oracle(generator: CellDesignGe
             assert shown in prompt
         oracle = identity["oracle"]
         thickness_um = oracle["pos_thickness_m"] * 1e6
-        for hidden in (repr(oracle["pos_thickness_m"]), f"{oracle['pos_thickness_m']:g}", f"{thickness_um:.1f}",
-                       f"{oracle['pos_porosity']:g}", f"{oracle['specific_energy_Wh_kg']:.1f}",
-                       f"{oracle['peak_temperature_K']:.1f}", "oracle"):
+        for hidden in (f"{oracle['specific_energy_Wh_kg']:.2f}", f"{oracle['peak_temperature_K']:.2f}", "oracle"):
             assert hidden not in prompt
-        for key in ("neg_porosity", "np_ratio"):  # unless the oracle sits on the box's edge, which the prompt states
-            if oracle[key] not in identity["bounds"][key]:
-                assert f"{oracle[key]:g}" not in prompt
+        if oracle["pos_thickness_m"] not in identity["bounds"]["pos_thickness_m"]:
+            for hidden in (repr(oracle["pos_thickness_m"]), f"{thickness_um:.1f}"):
+                assert hidden not in prompt
+        for variable in DESIGN_VARIABLES:  # unless the oracle sits on the window's edge, which the prompt states
+            if oracle[variable.key] not in identity["bounds"][variable.key]:
+                assert f"{oracle[variable.key]:g}" not in prompt
 
 
 def test_records_keep_the_oracle_out_of_the_prompt(registry: Registry) -> None:
@@ -100,7 +106,7 @@ def test_the_default_config_has_three_rate_levels(registry: Registry) -> None:
 
 def test_settings_shape_the_task(simulator: CellSimulator) -> None:
     generator = CellDesignGenerator(c_rate=[1.0, 1.0], pos_porosity=[0.3, 0.4], budget=5, energy_fraction=0.95,
-                                    temperature_margin_K=3.0, oracle_candidates=2)
+                                    temperature_margin_K=3.0, oracle_candidates=2, window=1.0)
     identity = generator.case_generator(random.Random(7))
     assert identity["conditions"]["c_rate"] == 1.0 and identity["budget"] == 5
     assert identity["bounds"]["pos_porosity"] == [0.3, 0.4] and 0.3 <= identity["oracle"]["pos_porosity"] <= 0.4
@@ -137,6 +143,7 @@ def test_hidden_fields_name_the_oracle() -> None:
         ({"heat_transfer_coefficient": 5}, "heat_transfer_coefficient must be a [low, high] pair"),
         ({"pos_thickness_m": [40, 140]}, "pos_thickness_m must satisfy 4e-05 <= low"),
         ({"energy_fraction": 1.2}, "energy_fraction must be in (0, 1]"),
+        ({"window": 1.5}, "window must be in (0, 1]"),
         ({"budget": 2.5}, "budget must be an integer"),
         ({"budget": 0}, "budget must be a positive number"),
         ({"np_ratio": [0.8, 1.2]}, "np_ratio must satisfy 1 <= low <= high <= 1.5"),

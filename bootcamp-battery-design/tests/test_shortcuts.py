@@ -1,15 +1,15 @@
 """Shortcut policies against the default tasks: designing without physics must fail, the reference agent must not.
 
 Every policy plays generated test-split tasks of each default level through ``run_episode`` (the real tool, the real
-reward). The shortcuts are built strong:
+reward). Each task states its own manufacturing window (30% of each variable's range, drawn per task), so a fixed
+list of absolute designs would mostly be refused by the tool; the shortcuts are therefore built strong, as fixed
+points of the window (normalised coordinates: 0 its low edge, 1 its high edge), which always lie inside it:
 
-- ``menu``: the best fixed menu of 8 designs, chosen by greedy set cover over 256 Latin-hypercube designs on 40
+- ``menu``: the best fixed menu of 8 window points, chosen by greedy set cover over 256 Latin-hypercube points on 40
   train-split tasks (``bench/bench_battery_menu.py``; the menu is committed below and replayed here). It simulates
   the menu's designs in order and answers the first that meets both targets (else the closest it saw).
-- ``constant``: the single design that met the most of those train tasks, answered at once without a tool call.
-
-The menu was chosen on the 18 of those 40 train tasks whose 256 designs had been simulated when the run was stopped,
-with the targets of a stricter setting (12 oracle steps, 0.15 K margin); rerun the bench to refresh it.
+- ``constant``: the single window point that met the most of those train tasks, answered at once without a tool
+  call.
 
 The reference agent plays the same tasks with the identity's ``hidden_fields`` (the oracle) removed from what it
 receives, so it cannot read the answer.
@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bootcamp_battery_design.agent import SearchAgent
+from bootcamp_battery_design.agent import SearchAgent, Task
 from bootcamp_battery_design.answer import format_answer
 from bootcamp_battery_design.cell import DESIGN_VARIABLES
 from bootcamp_battery_design.generator import CellDesignGenerator
@@ -36,23 +36,25 @@ LEVELS = ("gentle", "moderate", "fast")
 #: Test-split tasks played per level.
 TASKS_PER_LEVEL = 20
 #: Solved share each shortcut may reach at most, and the reference agent at least, at every level. These are what
-#: the default tasks achieve today (measured: menu 85% / 70% / 45%, constant 15% / 25% / 10%, reference 90% at each
-#: level), so any regression fails. They are not yet the goal of at most 20% for every shortcut and at least 95% for
-#: the reference agent: the menu still finds a design near the front of most gentle tasks.
-SHORTCUT_CEILING = {"menu": 0.85, "constant": 0.25}
-REFERENCE_FLOOR = 0.90
+#: the default tasks achieve today (measured: menu 55% / 20% / 30%, constant 20% / 15% / 10%, reference 90% / 85% /
+#: 75%), so any regression fails. They are not yet the goal of at most 20% for every shortcut and at least 95% for
+#: the reference agent: a fixed menu of window points still meets half the gentle tasks, and the reference agent
+#: misses a quarter of the fast ones.
+SHORTCUT_CEILING = {"menu": 0.55, "constant": 0.20}
+REFERENCE_FLOOR = 0.75
 
-#: The menu chosen by ``bench/bench_battery_menu.py`` (greedy set cover, in the order chosen):
+#: The menu chosen by ``bench/bench_battery_menu.py`` (greedy set cover over 256 points on 40 train tasks, in the
+#: order chosen; it covers 24 of the 40, its first pick alone 12), as normalised window coordinates of
 #: (pos_thickness_m, pos_porosity, neg_porosity, np_ratio).
 MENU = (
-    (5.54e-05, 0.426, 0.427, 1.4),
-    (8.29e-05, 0.483, 0.421, 1.02),
-    (7.79e-05, 0.456, 0.373, 1.23),
-    (6.36e-05, 0.398, 0.348, 1.05),
-    (6.12e-05, 0.463, 0.446, 1.11),
-    (8.16e-05, 0.358, 0.397, 1.02),
-    (9.87e-05, 0.314, 0.263, 1.03),
-    (6.76e-05, 0.496, 0.392, 1.33),
+    (0.056, 0.521, 0.898, 0.164),
+    (0.219, 0.938, 0.875, 0.175),
+    (0.429, 0.944, 0.883, 0.033),
+    (0.371, 0.971, 0.264, 0.007),
+    (0.159, 0.879, 0.518, 0.218),
+    (0.051, 0.359, 0.935, 0.071),
+    (0.066, 0.615, 0.889, 0.582),
+    (0.163, 0.372, 0.458, 0.114),
 )
 #: The best constant design: the menu's first pick, the design that met the most train tasks.
 CONSTANT = MENU[0]
@@ -77,21 +79,26 @@ def _closest(results: list[dict]) -> dict:
     return met[0] if met else max(results, key=merit)
 
 
+def _in_window(record, point: tuple[float, ...]) -> tuple[float, ...]:
+    """The design at normalised coordinates ``point`` of the task's stated window (what the prompt shows)."""
+    return Task.from_identity(record.identity).design(point)
+
+
 async def _menu_turn(messages, tools, record, rng) -> dict:
     results = _tool_results(messages)
     tried = sum(len(message.get("tool_calls") or ()) for message in messages if message.get("role") == "assistant")
     if tried < min(len(MENU), int(record.identity["budget"])) and not any(r["both_targets_met"] for r in results):
-        design = MENU[tried]
+        design = _in_window(record, MENU[tried])
         arguments = {variable.argument: value for variable, value in zip(DESIGN_VARIABLES, design)}
         return tool_call_message(messages, ("run_battery_simulation", arguments))
     if not results:
-        return {"role": "assistant", "content": format_answer(*MENU[0])}
+        return {"role": "assistant", "content": format_answer(*_in_window(record, MENU[0]))}
     best = _closest(results)
     return {"role": "assistant", "content": format_answer(*(best[variable.key] for variable in DESIGN_VARIABLES))}
 
 
 async def _constant_turn(messages, tools, record, rng) -> dict:
-    return {"role": "assistant", "content": format_answer(*CONSTANT)}
+    return {"role": "assistant", "content": format_answer(*_in_window(record, CONSTANT))}
 
 
 async def _blind_reference_turn(messages, tools, record, rng) -> dict:

@@ -25,10 +25,11 @@ DEFAULTS: dict[str, Any] = {
     "ambient_temperature_K": list(AMBIENT_RANGE_K),
     "heat_transfer_coefficient": list(HEAT_TRANSFER_RANGE),
     **{variable.key: list(variable.bounds) for variable in DESIGN_VARIABLES},
+    "window": 0.3,
     "oracle_candidates": 4,
-    "oracle_steps": 8,
-    "energy_fraction": 0.99,
-    "temperature_margin_K": 0.3,
+    "oracle_steps": 12,
+    "energy_fraction": 0.997,
+    "temperature_margin_K": 0.1,
     "budget": 12,
     "min_utilisation": 0.8,
     "max_oracle_temperature_K": 345.0,
@@ -39,6 +40,8 @@ DEFAULTS: dict[str, Any] = {
 PRICE_SPREAD = 3.0
 #: Step of the oracle's evolution strategy, in normalised box units: initial, smallest and largest.
 ORACLE_STEP = (0.15, 0.02, 0.3)
+#: Grid of each design variable's manufacturing window edges (thickness in metres, porosities, N/P ratio).
+WINDOW_GRID = (1e-6, 0.01, 0.01, 0.01)
 #: Decimals kept of each drawn condition (C-rate, K, W/(m2 K)), so prompts and identities stay short and exact.
 CONDITION_DECIMALS = (2, 1, 1)
 
@@ -95,6 +98,9 @@ class CellDesignGenerator(TaskGenerator):
         self.ambient = _range(settings, "ambient_temperature_K", AMBIENT_RANGE_K)
         self.cooling = _range(settings, "heat_transfer_coefficient", HEAT_TRANSFER_RANGE)
         self.box = tuple(_range(settings, variable.key, variable.bounds) for variable in DESIGN_VARIABLES)
+        self.window = _positive(settings, "window")
+        if self.window > 1:
+            raise ConfigError(f"window must be in (0, 1], got {self.window!r}", field="window")
         self.candidates = _positive(settings, "oracle_candidates", integer=True)
         self.steps = int(settings["oracle_steps"]) if settings["oracle_steps"] == 0 else _positive(
             settings, "oracle_steps", integer=True)
@@ -113,7 +119,23 @@ class CellDesignGenerator(TaskGenerator):
                   for bounds, decimals in zip((self.c_rate, self.ambient, self.cooling), CONDITION_DECIMALS)]
         return Conditions(*values)
 
-    def _draw_oracle(self, rng: random.Random, conditions: Conditions) -> tuple[CellDesign, Any] | None:
+    def _draw_window(self, rng: random.Random) -> tuple[tuple[float, float], ...]:
+        """The task's manufacturing window: per variable, ``window`` of the configured range at a uniform place,
+        its edges on :data:`WINDOW_GRID` (the whole range when ``window`` is 1)."""
+        window = []
+        for (low, high), grid in zip(self.box, WINDOW_GRID):
+            width = self.window * (high - low)
+            if self.window >= 1 or width < grid:
+                window.append((low, high))
+                continue
+            start = low + rng.random() * (high - low - width)
+            edge_low = max(low, math.floor(start / grid + 1e-9) * grid)
+            edge_high = min(high, edge_low + round(width / grid) * grid)
+            window.append((float(f"{edge_low:.12g}"), float(f"{edge_high:.12g}")))
+        return tuple(window)
+
+    def _draw_oracle(self, rng: random.Random, conditions: Conditions,
+                     box: tuple[tuple[float, float], ...]) -> tuple[CellDesign, Any] | None:
         """A design near the energy/heat front of the conditions, at a random place along it, or ``None``.
 
         The merit of a design is ``E / E_scale - price * (T_peak - T_ambient) / rise_scale``, with the price of heat
@@ -141,8 +163,8 @@ class CellDesignGenerator(TaskGenerator):
 
         found = []
         for _ in range(self.candidates):
-            point = [rng.random() for _ in self.box]
-            result = usable(self._design(point))
+            point = [rng.random() for _ in box]
+            result = usable(self._design(point, box))
             if result is not None:
                 found.append((point, result))
         if not found:
@@ -154,21 +176,23 @@ class CellDesignGenerator(TaskGenerator):
         step = ORACLE_STEP[0]
         for _ in range(self.steps):
             trial = [min(max(value + rng.gauss(0.0, step), 0.0), 1.0) for value in point]
-            result = usable(self._design(trial))
+            result = usable(self._design(trial, box))
             if result is not None and merit(result) > merit(best):
                 point, best, step = trial, result, min(ORACLE_STEP[2], step * 1.5)
             else:
                 step = max(ORACLE_STEP[1], step * 0.6)
-        return self._design(point), best
+        return self._design(point, box), best
 
-    def _design(self, point: list[float]) -> CellDesign:
-        return CellDesign(*(low + value * (high - low) for value, (low, high) in zip(point, self.box)))
+    @staticmethod
+    def _design(point: list[float], box: tuple[tuple[float, float], ...]) -> CellDesign:
+        return CellDesign(*(low + value * (high - low) for value, (low, high) in zip(point, box)))
 
     def case_generator(self, rng: random.Random) -> dict:
         """Conditions, targets, the search box, the budget and the hidden ``oracle``, drawn only from ``rng``."""
         for _ in range(self.max_draws):
             conditions = self._draw_conditions(rng)
-            drawn = self._draw_oracle(rng, conditions)
+            box = self._draw_window(rng)
+            drawn = self._draw_oracle(rng, conditions, box)
             if drawn is None:
                 continue
             oracle, result = drawn
@@ -184,7 +208,7 @@ class CellDesignGenerator(TaskGenerator):
                     "min_specific_energy_Wh_kg": energy_target,
                     "max_peak_temperature_K": temperature_target,
                 },
-                "bounds": {variable.key: list(bounds) for variable, bounds in zip(DESIGN_VARIABLES, self.box)},
+                "bounds": {variable.key: list(bounds) for variable, bounds in zip(DESIGN_VARIABLES, box)},
                 "budget": self.budget,
                 "oracle": {
                     **{variable.key: value for variable, value in zip(DESIGN_VARIABLES, oracle.values)},
@@ -212,7 +236,8 @@ class CellDesignGenerator(TaskGenerator):
             "Targets, both to be met:\n"
             f"- specific energy at least {targets['min_specific_energy_Wh_kg']:g} Wh/kg\n"
             f"- peak cell temperature at most {targets['max_peak_temperature_K']:g} K\n\n"
-            f"Choose the four design variables:\n{box}\n\n"
+            "Choose the four design variables within this task's manufacturing window (a design outside it is "
+            f"invalid, and the simulator refuses it):\n{box}\n\n"
             "The negative electrode's thickness follows from the N/P ratio (the cell's lithium is the positive "
             "electrode's capacity), and the electrode length adapts so the jelly roll fills the same can.\n\n"
             f"You can call `run_battery_simulation` at most {identity['budget']} times; each call simulates one "
