@@ -12,8 +12,8 @@ import bootcamp_core
 
 PACKAGE = Path(bootcamp_core.__file__).resolve().parent
 #: DESIGN.md's order: a layer may import the layers before it in this list, never one after it
-LAYERS = ["plugin", "answers", "blocks", "data", "episode", "evaluate", "serve", "scale", "postprocess", "rescore",
-          "cli", "testing"]
+LAYERS = ["plugin", "answers", "blocks", "data", "episode", "evaluate", "serve", "mcp", "scale", "postprocess",
+          "rescore", "cli", "testing"]
 #: modules of no layer: the public API re-exports from every layer, the version, the shim helper
 NO_LAYER = {"bootcamp_core", "bootcamp_core.__about__", "bootcamp_core._moved"}
 
