@@ -4,8 +4,11 @@ the local tool, and a server whose tool takes other arguments is one clear error
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -17,6 +20,8 @@ from bootcamp_core.evaluate.results import iter_result_lines
 from bootcamp_core.evaluate.run import run_evaluation
 
 SERVER = textwrap.dedent('''
+    import sys
+
     import anyio
     from mcp import types
     from mcp.server.lowlevel import Server
@@ -25,7 +30,7 @@ SERVER = textwrap.dedent('''
     from bootcamp_example.tools import CalculatorTool
 
     calculator = CalculatorTool()
-    sessions = []  # one per client session: this server keeps per-session state
+    sessions = {}  # client session -> its calculator instance: this server keeps per-session state
 
     async def list_tools(ctx, params):
         return types.ListToolsResult(tools=[
@@ -36,14 +41,22 @@ SERVER = textwrap.dedent('''
         ])
 
     async def call_tool(ctx, params):
-        if not sessions:
-            sessions.append(await calculator.create())
-        text, _, _ = await calculator.execute(sessions[0], params.arguments or {})
+        key = id(ctx.session)
+        if key not in sessions:
+            sessions[key] = await calculator.create()
+        text, _, _ = await calculator.execute(sessions[key], params.arguments or {})
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     is_error=text.startswith("Error:"))
 
     async def main():
         server = Server("calculator", on_list_tools=list_tools, on_call_tool=call_tool)
+        if len(sys.argv) > 1:  # streamable HTTP on 127.0.0.1:<port>/mcp
+            import uvicorn
+
+            app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+            config = uvicorn.Config(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", lifespan="on")
+            await uvicorn.Server(config).serve()
+            return
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
@@ -85,6 +98,48 @@ def test_eval_through_an_mcp_servers_calculator_scores_as_the_local_tool(setup, 
     assert remote["overall"]["mean_score"] == local["overall"]["mean_score"]
     calls = [line["turn_record"]["tool_calls"] for line in iter_result_lines(folder / "mcp" / "results.jsonl")]
     assert sum(calls) > 0  # the calls went to the MCP server
+
+
+@pytest.fixture
+def http_server(setup):
+    """The same independent server over streamable HTTP, in a process of its own."""
+    script = setup[2]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60  # a hang detector, not a timing check
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the MCP test server did not start: {process.stderr.read()!r}") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_eval_through_an_mcp_server_over_streamable_http_scores_as_the_local_tool(setup, http_server,
+                                                                                  example_registry):
+    folder, dataset, _ = setup
+    tools = folder / "tools_http.yaml"
+    tools.write_text(f"tools:\n  - class_name: example/calculator\n    type: mcp\n    url: {http_server}\n")
+    local = run_evaluation(EvalConfig(dataset_path=dataset, output_dir=folder / "local_http"),
+                           registry=example_registry, progress=False)
+    remote = run_evaluation(EvalConfig(dataset_path=dataset, output_dir=folder / "mcp_http", tool_config=tools),
+                            registry=example_registry, progress=False)
+    lines = {name: sorted((line["id"], line["score"], line["success"])
+                          for line in iter_result_lines(folder / name / "results.jsonl"))
+             for name in ("local_http", "mcp_http")}
+    assert lines["mcp_http"] == lines["local_http"] and all(success for *_, success in lines["mcp_http"])
+    assert remote["overall"]["mean_score"] == local["overall"]["mean_score"]
+    assert sum(line["turn_record"]["tool_calls"] for line in iter_result_lines(folder / "mcp_http" / "results.jsonl"))
 
 
 def test_a_server_tool_with_other_arguments_is_one_clear_error(setup, example_registry):
