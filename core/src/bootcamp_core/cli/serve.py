@@ -48,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              help="instances unused this long are released by their worker (default: 3600)")
     add_flag(parser, "--max-body-bytes", type=int, default=16 * 1024 * 1024, metavar="BYTES",
              help="larger requests are refused with 413 (default: 16 MiB)")
+    add_flag(parser, "--read-timeout", field="read_timeout_s", type=float, default=30.0, metavar="SECONDS",
+             help="a request's headers and body must arrive within this or the connection closes (default: 30)")
+    add_flag(parser, "--max-connections", type=int, default=16384, metavar="N",
+             help="open connections and requests at once; beyond it requests get 503 (default: 16384)")
     add_flag(parser, "--advertise-url", metavar="URL",
              help="worker mode: the URL the master should use to reach this worker (default: derived)")
     add_flag(parser, "--write-tool-config", metavar="PATH",
@@ -67,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         timeout_per_query_s=args.timeout_per_query, token=args.token, log_dir=args.log_dir,
         heartbeat_interval_s=args.heartbeat_interval, worker_timeout_s=args.worker_timeout,
         idle_timeout_s=args.idle_timeout, max_body_bytes=args.max_body_bytes, advertise_url=args.advertise_url,
+        read_timeout_s=args.read_timeout, max_connections=args.max_connections,
         write_tool_config=args.write_tool_config, access_log=args.access_log,
     )
     return serve(config)

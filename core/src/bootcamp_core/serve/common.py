@@ -106,6 +106,27 @@ async def read_body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
+#: tool arguments nested deeper than this are refused: the model's error to see, not the server's
+MAX_ARGUMENT_DEPTH = 64
+
+
+def nesting_depth_over(value: Any, limit: int) -> bool:
+    """Whether a JSON value nests lists/objects deeper than ``limit`` (iterative: no recursion on hostile input)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
 def parse_object(body: bytes) -> dict:
     try:
         data = json.loads(body) if body.strip() else {}

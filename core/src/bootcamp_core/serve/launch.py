@@ -45,6 +45,8 @@ class ServeConfig:
     worker_timeout_s: float = 15.0
     idle_timeout_s: float = 3600.0
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    read_timeout_s: float = 30.0  # a request's headers and body must arrive within this, or the connection closes
+    max_connections: int = 16384  # open connections and requests at once; beyond it new requests get a 503
     advertise_url: str | None = None
     write_tool_config: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     access_log: bool = False
@@ -55,7 +57,8 @@ class ServeConfig:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}", field="mode")
         if self.num_workers < (1 if self.mode == "unified" else 0):
             raise ConfigError("num_workers must be at least 1", field="num_workers")
-        for name in ("timeout_per_query_s", "heartbeat_interval_s", "worker_timeout_s", "idle_timeout_s"):
+        for name in ("timeout_per_query_s", "heartbeat_interval_s", "worker_timeout_s", "idle_timeout_s",
+                     "read_timeout_s", "max_connections"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name):g}", field=name)
         if self.worker_timeout_s <= self.heartbeat_interval_s:
@@ -165,7 +168,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _run_app(app: Any, sock: socket.socket, access_log: bool) -> None:
+def _run_app(app: Any, sock: socket.socket, config: ServeConfig) -> None:
     import uvicorn
 
     try:
@@ -174,17 +177,54 @@ def _run_app(app: Any, sock: socket.socket, access_log: bool) -> None:
         loop = "uvloop"
     except ImportError:
         loop = "asyncio"
-    try:
-        import httptools  # noqa: F401
-
-        http = "httptools"
-    except ImportError:
-        http = "h11"
-    config = uvicorn.Config(app, loop=loop, http=http, access_log=access_log, log_level="warning",
-                            lifespan="on", timeout_graceful_shutdown=3, server_header=False,
-                            timeout_keep_alive=30)  # longer than clients reuse idle connections (IDLE_REUSE_S)
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn.Config(
+        app, loop=loop, http=_bounded_protocol(config.read_timeout_s), access_log=config.access_log,
+        log_level="warning", lifespan="on", timeout_graceful_shutdown=3, server_header=False,
+        limit_concurrency=config.max_connections,
+        timeout_keep_alive=30))  # longer than clients reuse idle connections (IDLE_REUSE_S)
     asyncio.run(server.serve(sockets=[sock])) if loop == "asyncio" else _run_uvloop(server.serve(sockets=[sock]))
+
+
+def _bounded_protocol(read_timeout_s: float) -> Any:
+    """uvicorn's httptools protocol with a read deadline: from a connection's start, and from each request's first
+    byte, the whole request (headers and body) must arrive within ``read_timeout_s`` or the connection is closed.
+    uvicorn's keep-alive timeout covers idle time between requests but not a client that sends a byte at a time."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class BoundedProtocol(HttpToolsProtocol):
+        read_timer: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self.read_timer = self.loop.call_later(read_timeout_s, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self.read_timer is not None:
+                self.read_timer.cancel()
+                self.read_timer = None
+
+        def _too_slow(self) -> None:
+            self.read_timer = None
+            if self.transport is not None and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._arm()
+
+        def on_message_complete(self) -> None:
+            self._disarm()
+            super().on_message_complete()
+
+    return BoundedProtocol
 
 
 def _run_uvloop(coroutine: Any) -> None:
@@ -223,7 +263,7 @@ def run_worker(config: ServeConfig, registry: Any = None) -> None:
     worker.url = advertised_url(host.settings, sock.getsockname()[1])
     _setup_logs(config, f"worker-{host.settings.worker_id}")
     logger.info("worker %s on %s serving %s", host.settings.worker_id, worker.url, ", ".join(sorted(host.tools)))
-    _run_app(worker.app(), sock, config.access_log)
+    _run_app(worker.app(), sock, config)
 
 
 def _master(config: ServeConfig, expected: int, url: str) -> Any:
@@ -257,7 +297,8 @@ def _worker_command(config: ServeConfig, master_url: str) -> list[str]:
                "--heartbeat-interval", repr(config.heartbeat_interval_s),
                "--worker-timeout", repr(config.worker_timeout_s),
                "--idle-timeout", repr(config.idle_timeout_s),
-               "--max-body-bytes", str(config.max_body_bytes)]
+               "--max-body-bytes", str(config.max_body_bytes),
+               "--read-timeout", repr(config.read_timeout_s), "--max-connections", str(config.max_connections)]
     if config.tool_config:
         command += ["--tool-config", str(config.tool_config)]
     if config.bootcamps:
@@ -372,7 +413,7 @@ def serve(config: ServeConfig, registry: Any = None) -> int:
         else:
             master = _master(config, config.num_workers, url)
             logger.info("master on %s, expecting %d worker(s)", url, config.num_workers)
-        _run_app(master.app(), sock, config.access_log)
+        _run_app(master.app(), sock, config)
     except KeyboardInterrupt:
         pass
     finally:

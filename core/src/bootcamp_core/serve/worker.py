@@ -29,12 +29,14 @@ from bootcamp_core.plugin.errors import InfrastructureError, ModelError
 from bootcamp_core.serve.common import (
     ACTIONS,
     DEFAULT_MAX_BODY_BYTES,
+    MAX_ARGUMENT_DEPTH,
     ApiError,
     auth_headers,
     dumps,
     host_info,
     json_response,
     monotonic,
+    nesting_depth_over,
     parse_object,
     require_token,
 )
@@ -229,6 +231,9 @@ class ToolHost:
                 parameters = data.get("parameters")
                 if not isinstance(parameters, dict):
                     raise ApiError(400, "bad_request", "parameters must be a JSON object")
+                if nesting_depth_over(parameters, MAX_ARGUMENT_DEPTH):
+                    raise ApiError(400, "model", f"the tool arguments are nested more than {MAX_ARGUMENT_DEPTH} "
+                                   "levels deep")
                 text, reward, metrics = await self._call(tool.execute(instance_id, parameters, **kwargs),
                                                          data.get("timeout_s"))
                 try:  # what the rollout engine does with a local tool's answer
