@@ -9,6 +9,12 @@ exit status is 0 only when every suite passed.
     python .ci/suites.py                 every suite
     python .ci/suites.py --list          the suites, one per line, and nothing run
     python .ci/suites.py core verl       only these (names as --list prints them)
+    python .ci/suites.py --members core  an environment's workspace members, one path per line
+
+Before a suite runs, its environment's workspace members are re-installed editable without their dependencies
+(seconds): hatch syncs an existing environment's dependencies but not the metadata of the members it installed
+editable, so a version bump or a new entry point would otherwise stay invisible in an environment kept from an
+earlier run (``BOOTCAMP_CI_REFRESH=0`` skips this).
 
 Standard library only (and tomli on Python 3.10): it runs before any environment exists.
 """
@@ -61,16 +67,47 @@ def suites(config: dict) -> list[str]:
     return sorted(names, key=lambda name: order.get(name, len(order)))
 
 
+def members(config: dict, suite: str) -> list[str]:
+    """The workspace members of ``suite``'s environment as paths relative to the root (globs and matrix expanded)."""
+    env, _, variant = suite.partition(".")
+    table = config.get("envs", {}).get(env, {})
+    values: dict[str, str] = {}
+    if variant:
+        entry = next((entry for entry in table.get("matrix", []) if len(entry) == 1), {})
+        values = {key: variant for key in entry}
+    paths: list[str] = []
+    for member in table.get("workspace", {}).get("members", []):
+        pattern = member["path"] if isinstance(member, dict) else member
+        for key, value in values.items():
+            pattern = pattern.replace(f"{{matrix:{key}}}", value)
+        found = sorted(path for path in ROOT.glob(pattern) if (path / "pyproject.toml").is_file())
+        paths.extend(str(path.relative_to(ROOT)) for path in found)
+    return paths
+
+
+def refresh_command(config: dict, suite: str) -> list[str] | None:
+    """The command that re-installs ``suite``'s members editable with their current metadata, or None."""
+    paths = members(config, suite)
+    if not paths:
+        return None
+    editable = [arg for path in paths for arg in ("-e", path)]
+    return ["hatch", "run", f"{suite}:uv", "pip", "install", "--quiet", "--no-deps", "--reinstall", *editable]
+
+
 def load_config() -> dict:
     with open(ROOT / "hatch.toml", "rb") as handle:
         return tomllib.load(handle)
 
 
-def run_suite(name: str, logs: Path) -> tuple[str, int, float, Path]:
+def run_suite(name: str, logs: Path, refresh: list[str] | None = None) -> tuple[str, int, float, Path]:
     log = logs / f"{name}.log"
     started = time.monotonic()
     with open(log, "wb") as out:
-        code = subprocess.call(["hatch", "run", f"{name}:test"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        code = 0
+        if refresh:
+            code = subprocess.call(refresh, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        if code == 0:
+            code = subprocess.call(["hatch", "run", f"{name}:test"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     return name, code, time.monotonic() - started, log
 
 
@@ -80,10 +117,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("BOOTCAMP_CI_JOBS", "0") or 0),
                         help="suites at once (default: the number of CPU cores)")
     parser.add_argument("--list", action="store_true", help="print the suites and exit")
+    parser.add_argument("--members", metavar="SUITE", help="print SUITE's workspace members and exit")
     args = parser.parse_args(argv)
-    known = suites(load_config())
+    config = load_config()
+    known = suites(config)
     if args.list:
         print("\n".join(known))
+        return 0
+    if args.members:
+        if args.members not in known:
+            print(f"error: unknown suite {args.members!r}; the suites are: {', '.join(known)}", file=sys.stderr)
+            return 2
+        print("\n".join(members(config, args.members)))
         return 0
     unknown = [name for name in args.names if name not in known]
     if unknown:
@@ -95,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bootcamp-suites-") as tmp, ThreadPoolExecutor(jobs) as pool:
-        futures = [pool.submit(run_suite, name, Path(tmp)) for name in chosen]
+        refresh = os.environ.get("BOOTCAMP_CI_REFRESH", "1") != "0"
+        futures = [pool.submit(run_suite, name, Path(tmp), refresh_command(config, name) if refresh else None)
+                   for name in chosen]
         for future in as_completed(futures):
             name, code, seconds, log = future.result()
             print(f"\n===== {name}: {'passed' if code == 0 else f'FAILED (exit {code})'} in {seconds:.0f} s =====")

@@ -35,3 +35,18 @@ def test_an_unknown_suite_is_a_usage_error_and_runs_nothing():
     assert result.returncode == 2
     assert result.stderr.startswith("error: unknown suite 'no-such-suite'")
     assert "running" not in result.stdout
+
+
+def test_members_lists_each_suites_workspace_packages_with_the_matrix_expanded():
+    """The runner re-installs these before a suite, so the metadata in use (version, entry points) is the tree's."""
+    core = run("--members", "core")
+    assert core.returncode == 0, core.stderr
+    assert core.stdout.split() == ["core", "bootcamp-example"]
+    alone = run("--members", "bootcamp.bootcamp-texas-holdem")
+    assert alone.stdout.split() == ["core", "bootcamp-texas-holdem"]
+    verl = run("--members", "verl").stdout.split()
+    assert "plugins/verl" in verl and "core" in verl
+    every = run("--members", "all").stdout.split()
+    bootcamps = sorted(path.name for path in ROOT.glob("bootcamp-*") if (path / "pyproject.toml").is_file())
+    assert set(bootcamps) <= set(every)
+    assert run("--members", "nope").returncode == 2
