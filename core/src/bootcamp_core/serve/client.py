@@ -3,7 +3,9 @@
 One :class:`ToolServerClient` per server holds one keep-alive connection pool (per event loop) with a connection
 limit and timeouts (:class:`bootcamp_core.serve.http.FastClient`). Calls are retried only where repeating them is safe: every call when the connection could not even be
 opened (nothing was sent); ``create`` (the worker answers a repeated create as a no-op), ``calc_reward`` and
-``release`` after any transport failure; ``execute`` never after its request may have reached the tool.
+``release`` after any transport failure; ``execute`` never after its request may have reached the tool. A release
+keeps trying a server it cannot reach for up to ``RELEASE_PATIENCE_S`` (a master restarting), so that the instance is
+not left held on its worker.
 
 Errors keep the engine's meaning: a tool that raised on the server raises here too (the model sees why, as with a
 local tool); a server that cannot be reached, a dead worker, a lost instance or a rejected token raise
@@ -41,6 +43,9 @@ logger = logging.getLogger("bootcamp_core.serve.client")
 TOKEN_ENV = "BOOTCAMP_TOKEN"
 #: how long a call waits for a restarted master whose workers are registering again
 NOT_READY_WAIT_S = 30.0
+#: how long a release keeps trying a server it cannot reach (a master restarting): a release that never arrives leaves
+#: the instance held on its worker until the idle timeout
+RELEASE_PATIENCE_S = 15.0
 
 
 class RemoteToolError(Exception):
@@ -97,13 +102,16 @@ class ToolServerClient:
                                                       connect_timeout_s=min(10.0, self.timeout_s), headers=headers)
         return client
 
-    async def request(self, method: str, path: str, payload: dict | None = None, *, idempotent: bool) -> dict:
-        """One API call with the retry rule of the module docstring; returns the JSON answer."""
+    async def request(self, method: str, path: str, payload: dict | None = None, *, idempotent: bool,
+                      patience_s: float = 0.0) -> dict:
+        """One API call with the retry rule of the module docstring; returns the JSON answer. ``patience_s``: keep
+        retrying transport failures (where the rule allows a retry) for this long, beyond the retry count."""
         from bootcamp_core.serve.http import ConnectError
 
         body = b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
         attempt = 0
         not_ready_until = None
+        patient_until = asyncio.get_running_loop().time() + patience_s if patience_s > 0 else None
         while True:
             try:
                 status, raw = await self._client().request(method, self.url + path, body)
@@ -133,13 +141,15 @@ class ToolServerClient:
                 else:
                     hint = " (wrong or missing token: set BOOTCAMP_TOKEN)" if status in (401, 403) else ""
                     raise InfrastructureError(f"tool server {self.url}{path}: HTTP {status} {message}{hint}")
-            if not retry or attempt >= self.retries:
+            patient = patient_until is not None and asyncio.get_running_loop().time() < patient_until
+            if not retry or (attempt >= self.retries and not patient):
                 raise InfrastructureError(f"tool server {self.url}{path}: {failure}")
             attempt += 1
             await asyncio.sleep(min(2.0, 0.1 * 2 ** attempt))
 
     async def call(self, tool_id: str, action: str, payload: dict) -> dict:
-        return await self.request("POST", f"/tools/{tool_id}/{action}", payload, idempotent=action != "execute")
+        return await self.request("POST", f"/tools/{tool_id}/{action}", payload, idempotent=action != "execute",
+                                  patience_s=RELEASE_PATIENCE_S if action == "release" else 0.0)
 
     async def schemas(self, refresh: bool = False) -> dict[str, dict]:
         """{tool id: OpenAI function schema (plus ``parallel_safe``, ``versions``)} of every served tool."""

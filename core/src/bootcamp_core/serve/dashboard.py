@@ -1,4 +1,5 @@
-"""The master's dashboard page: workers online and offline, tools, instances, heartbeats, hosts.
+"""The master's dashboard page: workers online and offline (dead ones with the reason), restarts, deaths and
+rejoins, per-worker calls, tools, instances, heartbeats, hosts.
 
 Everything a worker reports is untrusted: every value goes through :func:`html.escape`, and the page carries a
 content security policy that forbids scripts, so hostile worker text renders as text.
@@ -52,6 +53,7 @@ def render_dashboard(status: dict) -> str:
             f"<td>{_text(worker.get('id'))}</td><td>{state}</td>"
             f"<td>{_text(mask_url(str(worker.get('url') or '')))}</td>"
             f"<td>{_text(worker.get('instances'))}</td><td>{_text(worker.get('load'))}</td>"
+            f"<td>{_text(worker.get('calls', 0))}</td><td>{_text(worker.get('registrations', 1))}</td>"
             f"<td>{_text(worker.get('heartbeat_age_s'))} s ago</td>"
             f"<td>{_text(', '.join(str(tool) for tool in worker.get('tools') or ()))}</td>"
             f"<td>{_host(worker.get('host'))}</td>"
@@ -69,13 +71,14 @@ def render_dashboard(status: dict) -> str:
 <body>
 <h1>bootcamp tool server</h1>
 <p>{_text(ready)}: {len(live)} of {len(workers)} worker(s) online (expected {_text(status.get("expected_workers"))}),
-{_text(status.get("instances"))} active instance(s), {_text(status.get("worker_restarts", 0))} worker restart(s),
-up {_text(status.get("uptime_s"))} s.
+{len(workers) - len(live)} dead, {_text(status.get("instances"))} active instance(s);
+{_text(status.get("worker_restarts", 0))} worker restart(s), {_text(status.get("worker_deaths", 0))} worker(s) declared
+dead, {_text(status.get("worker_rejoins", 0))} rejoined after being declared dead; up {_text(status.get("uptime_s"))} s.
 Master: {_host(status.get("host"))}. This page refreshes every {REFRESH_S} s.</p>
 <h2>Workers</h2>
-<table><tr><th>id</th><th>status</th><th>url</th><th>instances</th><th>routed load</th><th>last heartbeat</th>
-<th>tools</th><th>host</th></tr>
-{"".join(rows) or '<tr><td colspan="8" class="muted">no worker has registered yet</td></tr>'}
+<table><tr><th>id</th><th>status</th><th>url</th><th>instances</th><th>routed load</th><th>calls</th>
+<th>registrations</th><th>last heartbeat</th><th>tools</th><th>host</th></tr>
+{"".join(rows) or '<tr><td colspan="10" class="muted">no worker has registered yet</td></tr>'}
 </table>
 <h2>Tools</h2>
 <table><tr><th>tool</th><th>live workers serving it</th></tr>

@@ -248,10 +248,12 @@ def tool_route(app: Any, handler: Handler, *, token: str | None, max_body_bytes:
         try:
             if not token_ok(scope, token):
                 raise ApiError(401, "unauthorized", "missing or wrong token (send Authorization: Bearer <token>)")
+            # an execute's body is the model's tool arguments: too large is the model's error to see
+            too_large = "model" if scope["path"].endswith("/execute") else "too_large"
             declared = header(scope, b"content-length")
             if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
-                raise ApiError(413, "too_large", f"request body of {int(declared)} bytes exceeds the limit of "
-                               f"{max_body_bytes}")
+                raise ApiError(413, too_large, f"request body of {int(declared)} bytes exceeds the limit of "
+                               f"{max_body_bytes} (tool arguments and all)")
             body = b""
             while True:
                 message = await receive()
@@ -259,7 +261,7 @@ def tool_route(app: Any, handler: Handler, *, token: str | None, max_body_bytes:
                     return
                 body += message.get("body", b"")
                 if len(body) > max_body_bytes:
-                    raise ApiError(413, "too_large", f"request body exceeds the limit of {max_body_bytes} bytes")
+                    raise ApiError(413, too_large, f"request body exceeds the limit of {max_body_bytes} bytes")
                 if not message.get("more_body"):
                     break
             status, payload = await handler(scope["path"], body)

@@ -182,17 +182,60 @@ def _run_app(app: Any, sock: socket.socket, config: ServeConfig) -> None:
         log_level="warning", lifespan="on", timeout_graceful_shutdown=3, server_header=False,
         limit_concurrency=config.max_connections,
         timeout_keep_alive=30))  # longer than clients reuse idle connections (IDLE_REUSE_S)
+    _settle_gc()
     asyncio.run(server.serve(sockets=[sock])) if loop == "asyncio" else _run_uvloop(server.serve(sockets=[sock]))
 
 
+def _raw_json_error(status: int, reason: str, kind: str, message: str) -> bytes:
+    """A complete HTTP/1.1 error response with a JSON body, closing the connection (written below the ASGI app)."""
+    from bootcamp_core.serve.common import ApiError
+
+    body = ApiError(status, kind, message).body()
+    return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+            "connection: close\r\n\r\n").encode("ascii") + body
+
+
+def _settle_gc() -> None:
+    """Keep the garbage collector off what the server was built from.
+
+    Everything alive once the server is built (modules, the registry, the tools) is moved out of the collector's
+    reach (``gc.freeze``): a full collection then scans only what serving allocated. Under high concurrency the
+    objects of requests in flight survive young collections and are promoted, which brings full collections; without
+    the freeze each of them would walk the whole heap of imported modules as well.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def _bounded_protocol(read_timeout_s: float) -> Any:
-    """uvicorn's httptools protocol with a read deadline: from a connection's start, and from each request's first
-    byte, the whole request (headers and body) must arrive within ``read_timeout_s`` or the connection is closed.
-    uvicorn's keep-alive timeout covers idle time between requests but not a client that sends a byte at a time."""
+    """uvicorn's httptools protocol with a read deadline and JSON errors.
+
+    From a connection's start, and from each request's first byte, the whole request (headers and body) must arrive
+    within ``read_timeout_s``: a request begun but not finished by then is answered ``408`` and the connection
+    closed; a connection that never sent a byte is closed without an answer. uvicorn's keep-alive timeout covers idle
+    time between requests but not a client that sends a byte at a time. Beyond the connection bound
+    (``limit_concurrency``) a request gets a JSON ``503`` (``overloaded``), and a malformed request a JSON ``400``,
+    where uvicorn itself answers plain text."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from bootcamp_core.serve.common import ApiError
+
+    too_slow = _raw_json_error(408, "Request Timeout", "request_timeout",
+                               f"the request did not arrive within {read_timeout_s:g} s (--read-timeout)")
+    refused_body = ApiError(503, "overloaded", "too many connections and requests at once (--max-connections); "
+                            "retry later").body()
+
+    async def refuse(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 503, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(refused_body)).encode()),
+            (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": refused_body})
 
     class BoundedProtocol(HttpToolsProtocol):
         read_timer: asyncio.TimerHandle | None = None
+        reading = False  # a request has begun and not yet fully arrived
 
         def _arm(self) -> None:
             self._disarm()
@@ -205,8 +248,12 @@ def _bounded_protocol(read_timeout_s: float) -> Any:
 
         def _too_slow(self) -> None:
             self.read_timer = None
-            if self.transport is not None and not self.transport.is_closing():
-                self.transport.close()
+            if self.transport is None or self.transport.is_closing():
+                return
+            cycle = self.cycle
+            if self.reading and (cycle is None or cycle.response_complete or not cycle.response_started):
+                self.transport.write(too_slow)  # the app, if it runs, sees a disconnect: nothing else is sent
+            self.transport.close()
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -218,11 +265,28 @@ def _bounded_protocol(read_timeout_s: float) -> Any:
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
+            self.reading = True
             self._arm()
 
+        def on_headers_complete(self) -> None:
+            limit = self.limit_concurrency
+            if limit is None or (len(self.connections) < limit and len(self.tasks) < limit):
+                super().on_headers_complete()
+                return
+            app, self.app, self.limit_concurrency = self.app, refuse, None  # this request only: a JSON 503
+            try:
+                super().on_headers_complete()
+            finally:
+                self.app, self.limit_concurrency = app, limit
+
         def on_message_complete(self) -> None:
+            self.reading = False
             self._disarm()
             super().on_message_complete()
+
+        def send_400_response(self, msg: str) -> None:
+            self.transport.write(_raw_json_error(400, "Bad Request", "bad_request", msg))
+            self.transport.close()
 
     return BoundedProtocol
 

@@ -3,8 +3,10 @@
 Routing (DESIGN.md): the first create of an instance id picks the least-loaded live worker serving the tool's
 bootcamp (a heap per namespace with lazy deletion: O(log n) per pick and per load change); every later call of that
 id goes to the same worker. A worker silent for longer than the worker timeout, or refusing connections, is dead at
-once: it leaves routing, and calls for its instances fail fast with 503. Workers report the instances they hold
-when they register, so a restarted master routes running episodes again.
+once: it leaves routing, the routes of its instances are released at once (calls for them fail fast with 503
+``worker_dead``, and their episodes end in an infrastructure error that eval runs again), and if it comes back (it
+was frozen, or cut off) it is told to drop what it held and join again under a new id. Workers report the instances
+they hold when they register, so a restarted master routes running episodes again.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from bootcamp_core.serve.http import ConnectError, FastClient, split_tool_path, 
 logger = logging.getLogger("bootcamp_core.serve.master")
 #: a dead worker that holds no routed instance is forgotten this long after its last heartbeat
 FORGET_DEAD_S = 3600.0
+#: instances lost with a dead worker, remembered (to answer their calls with ``worker_dead``) up to this many
+MAX_LOST = 100_000
 
 
 @attrs.define
@@ -73,6 +77,9 @@ class WorkerEntry:
     load: int = 0  # instances the master routed here and not yet released
     reported_instances: int = 0
     death: str = ""
+    calls: int = 0  # tool calls the master forwarded here
+    registrations: int = 1  # how often this worker process registered (with any master): >1 after a master restart
+    told_dead: bool = False  # it came back after being declared dead and was told to join again
     secret: str = attrs.field(default="", repr=False)  # issued at the first registration; proves the worker later
 
     def proves(self, given: Any) -> bool:
@@ -87,6 +94,8 @@ class WorkerEntry:
             "instances": self.reported_instances,
             "heartbeat_age_s": round(now - self.last_heartbeat, 3),
             "alive": self.alive,
+            "calls": self.calls,
+            "registrations": self.registrations,
             "host": self.host,
             **({"death": self.death} if self.death else {}),
         }
@@ -104,6 +113,8 @@ class Router:
     def __init__(self) -> None:
         self.workers: dict[str, WorkerEntry] = {}
         self.instances: dict[str, _Route] = {}
+        self.lost: dict[str, WorkerEntry] = {}  # instance id -> the dead worker it was on (oldest first, bounded)
+        self.deaths = 0
         self._heaps: dict[str, list[tuple[int, int, WorkerEntry]]] = {}
         self._order = itertools.count()
 
@@ -129,7 +140,7 @@ class Router:
         else:
             entry.url, entry.tools, entry.namespaces, entry.host = worker.url, worker.tools, worker.namespaces, worker.host
             entry.last_heartbeat, entry.reported_instances = worker.last_heartbeat, worker.reported_instances
-            entry.alive, entry.death = True, ""
+            entry.registrations, entry.alive, entry.death = worker.registrations, True, ""
         for instance_id, tools in instances.items():
             route = self.instances.get(instance_id)
             if route is not None and route.worker is not entry:
@@ -137,6 +148,7 @@ class Router:
                 route = None
             if route is None:
                 self.instances[instance_id] = _Route(entry, set(tools))
+                self.lost.pop(instance_id, None)
                 entry.load += 1
             else:
                 route.tools.update(tools)
@@ -157,6 +169,8 @@ class Router:
         route = self.instances.get(instance_id)
         if route is None:
             self.instances[instance_id] = _Route(worker, {tool_id})
+            if self.lost:
+                self.lost.pop(instance_id, None)
             worker.load += 1
             self._push(worker)
         else:
@@ -178,11 +192,22 @@ class Router:
                 self._push(route.worker)
 
     def kill(self, worker: WorkerEntry, reason: str) -> bool:
+        """Declare ``worker`` dead: it leaves routing and the routes of its instances are released now (their
+        state is lost; calls for them are answered ``worker_dead`` while :attr:`lost` remembers them)."""
         if not worker.alive:
             return False
         worker.alive = False
         worker.death = reason
-        logger.warning("worker %s (%s) is dead: %s", worker.id, worker.url, reason)
+        self.deaths += 1
+        gone = [instance_id for instance_id, route in self.instances.items() if route.worker is worker]
+        for instance_id in gone:
+            del self.instances[instance_id]
+            self.lost[instance_id] = worker
+        worker.load = 0
+        while len(self.lost) > MAX_LOST:
+            del self.lost[next(iter(self.lost))]
+        logger.warning("worker %s (%s) is dead: %s; %d instance(s) lost with it", worker.id, worker.url, reason,
+                       len(gone))
         return True
 
 
@@ -195,9 +220,12 @@ class Master:
         self._client: Any = None
         self._tasks: list[asyncio.Task] = []
         self.worker_restarts = 0  # dead worker processes unified mode started again
+        self.worker_rejoins = 0  # workers declared dead that came back (frozen, cut off) and joined under a new id
         self.on_ready: Callable[[dict], None] | None = None  # called once, when every expected worker is there
-        # after a (re)start, unknown instances may belong to workers that have not re-registered yet
-        self.grace_s = 2 * settings.heartbeat_interval_s
+        # after a (re)start, unknown instances may belong to workers that have not re-registered yet: for this long
+        # after the master starts serving, a call for one is answered not_ready (the client waits), not unknown
+        self.grace_s = 2 * settings.heartbeat_interval_s + 1.0
+        self.serving_since = self.started
 
     # ----------------------------------------------------------------------------------------- worker protocol
     async def register(self, request: Request) -> Response:
@@ -218,6 +246,9 @@ class Master:
             if known is not None and not known.proves(data.get("secret")):
                 raise ApiError(403, "worker_id_taken", f"worker id {worker_id!r} is registered already; only that "
                                "worker (with the secret it was issued) can register under it again")
+            if known is not None and not known.alive:
+                raise self._declared_dead(known)
+            registrations = data.get("registrations")
             now = monotonic()
             worker = WorkerEntry(
                 id=worker_id, url=url.rstrip("/"), tools=tools,
@@ -225,6 +256,7 @@ class Master:
                 host=data.get("host") if isinstance(data.get("host"), dict) else {},
                 registered_at=now, last_heartbeat=now, reported_instances=len(instances),
                 secret=known.secret if known is not None else secrets.token_urlsafe(24),
+                registrations=registrations if isinstance(registrations, int) and registrations > 0 else 1,
             )
             entry = self.router.add(worker, instances)
             self._check_ready()
@@ -239,10 +271,12 @@ class Master:
             require_token(request, self.settings.token)
             data = parse_object(await read_body(request, self.settings.max_body_bytes))
             worker = self.router.workers.get(data.get("worker_id"))  # type: ignore[arg-type]
-            if worker is None or not worker.alive:
+            if worker is None:
                 raise ApiError(404, "unknown_worker", "unknown worker: register again")
             if not worker.proves(data.get("secret")):
                 raise ApiError(403, "wrong_secret", "the worker's secret is missing or wrong")
+            if not worker.alive:
+                raise self._declared_dead(worker)
             worker.last_heartbeat = monotonic()
             if isinstance(data.get("instances"), int):
                 worker.reported_instances = data["instances"]
@@ -267,6 +301,15 @@ class Master:
         except ApiError as error:
             return error.response()
 
+    def _declared_dead(self, worker: WorkerEntry) -> ApiError:
+        """What a worker declared dead hears when it comes back: its instances were given up (their episodes
+        failed and run again elsewhere), so it drops them and joins again under a new id."""
+        if not worker.told_dead:
+            worker.told_dead = True
+            self.worker_rejoins += 1
+        return ApiError(410, "declared_dead", f"worker {worker.id} was declared dead ({worker.death}) and its "
+                        "instances given up: release them and register again under a new id")
+
     # ------------------------------------------------------------------------------------------------ tool calls
     async def tool_call(self, path: str, body: bytes) -> tuple[int, bytes]:
         namespace, name, action = split_tool_path(path)
@@ -281,10 +324,17 @@ class Master:
         if route is None:
             if action == "create":
                 return await self._create(namespace, tool_id, path, data, body)
+            dead = self.router.lost.get(instance_id) if instance_id else None
+            if dead is not None:
+                if action == "release":
+                    del self.router.lost[instance_id]  # type: ignore[arg-type]
+                    return 200, b'{"released":false}'
+                raise ApiError(503, "worker_dead", f"instance {instance_id} was on worker {dead.id} ({dead.url}), "
+                               f"which is dead ({dead.death}); the episode's tool state is lost")
+            if monotonic() - self.serving_since < self.grace_s:  # workers may not have re-registered after a restart
+                raise ApiError(503, "not_ready", f"unknown instance {instance_id!r} while workers register; retry")
             if action == "release":
                 return 200, b'{"released":false}'
-            if monotonic() - self.started < self.grace_s:  # workers may not have re-registered after a restart
-                raise ApiError(503, "not_ready", f"unknown instance {instance_id!r} while workers register; retry")
             raise ApiError(404, "unknown_instance",
                            f"unknown instance {instance_id!r} (never created, released, or reaped when idle)")
         worker = route.worker
@@ -339,6 +389,7 @@ class Master:
                        f"({self._alive()} live worker(s) in all)")
 
     async def _forward(self, worker: WorkerEntry, path: str, body: bytes) -> tuple[int, bytes]:
+        worker.calls += 1
         try:
             return await self._client.request("POST", worker.url + path, body)
         except asyncio.TimeoutError:
@@ -372,6 +423,9 @@ class Master:
             "expected_workers": self.settings.expected_workers,
             "live_workers": alive,
             "worker_restarts": self.worker_restarts,
+            "worker_deaths": self.router.deaths,
+            "worker_rejoins": self.worker_rejoins,
+            "dead_workers": len(self.router.workers) - alive,
             "instances": len(self.router.instances),
             "uptime_s": round(now - self.started, 1),
             "host": self.info,
@@ -422,6 +476,7 @@ class Master:
                                   timeout_s=self.settings.timeout_per_query_s, connect_timeout_s=5.0,
                                   headers=auth_headers(self.settings.token))
         self._tasks.append(asyncio.create_task(self._watch_workers()))
+        self.serving_since = monotonic()
         try:
             yield
         finally:
@@ -432,9 +487,17 @@ class Master:
 
     async def _watch_workers(self) -> None:
         timeout = self.settings.worker_timeout_s
+        period = max(0.02, min(timeout / 4, 1.0))
+        last = monotonic()
         while True:
-            await asyncio.sleep(max(0.02, min(timeout / 4, 1.0)))
+            await asyncio.sleep(period)
             now = monotonic()
+            if now - last > period + timeout / 2:
+                # the master itself stood still (frozen, or starved of CPU): heartbeats may be waiting unread, so
+                # nobody is declared dead for the time the master did not look
+                for worker in self.router.workers.values():
+                    worker.last_heartbeat = max(worker.last_heartbeat, now - period)
+            last = now
             for worker in list(self.router.workers.values()):
                 if worker.alive and now - worker.last_heartbeat > timeout:
                     self.router.kill(worker, f"no heartbeat for {now - worker.last_heartbeat:.1f} s")

@@ -314,6 +314,8 @@ class Worker:
         self.url = ""
         self.registered = False
         self.secret: str | None = None  # issued by the master at the first registration; proves this worker later
+        self.registrations = 0  # successful registrations, with any master (a restarted one, a rejoin)
+        self.rejoins = 0  # times the master had declared this worker dead and it joined again under a new id
         self.info = host_info()
         self._tasks: list[asyncio.Task] = []
         self._client: Any = None
@@ -346,6 +348,8 @@ class Worker:
             "url": self.url,
             "master_url": self.settings.master_url,
             "registered": self.registered,
+            "registrations": self.registrations,
+            "rejoins": self.rejoins,
             "tools": sorted(self.host.tools),
             "instances": len(self.host.instances),
             "calls": self.host.calls,
@@ -402,6 +406,7 @@ class Worker:
             "tools": self.host.schemas,
             "instances": {key: sorted(value.tools) for key, value in self.host.instances.items()},
             "host": self.info,
+            "registrations": self.registrations + 1,
             **({"secret": self.secret} if self.secret else {}),
         }
 
@@ -416,6 +421,19 @@ class Worker:
             data = {}
         return status, data if isinstance(data, dict) else {}
 
+    async def _rejoin(self) -> None:
+        """The master declared this worker dead (it was frozen or cut off) and gave up its instances, whose
+        episodes failed and run again elsewhere: release them all and join again under a new id and secret."""
+        held = len(self.host.instances)
+        await self.host.release_all()
+        self.host.reaped.clear()
+        old = self.settings.worker_id
+        self.settings.worker_id = uuid.uuid4().hex[:12]
+        self.secret, self.registered = None, False
+        self.rejoins += 1
+        logger.warning("the master declared worker %s dead; released its %d instance(s), joining again as %s", old,
+                       held, self.settings.worker_id)
+
     async def _keep_registered(self) -> None:
         """Register, then heartbeat; whenever the master is unreachable or has forgotten us, register again."""
         interval = self.settings.heartbeat_interval_s
@@ -424,11 +442,15 @@ class Worker:
             try:
                 if not self.registered:
                     status, data = await self._post("/workers/register", self.registration(), timeout=max(interval, 1))
+                    if status == 410:
+                        await self._rejoin()
+                        continue
                     if status != 200:
                         raise RuntimeError(f"HTTP {status}: {(data.get('error') or {}).get('message', '')}")
                     if isinstance(data.get("secret"), str):
                         self.secret = data["secret"]
                     self.registered = True
+                    self.registrations += 1
                     told = data.get("heartbeat_interval_s")
                     if isinstance(told, (int, float)) and 0 < told < interval:  # the master decides who is dead
                         interval = float(told)
@@ -443,7 +465,10 @@ class Worker:
                         "instances": len(self.host.instances),
                         "reaped": reaped,
                     }, timeout=max(interval, 1))
-                    if status == 404:  # the master restarted or declared us dead: register again at once
+                    if status == 410:  # declared dead while frozen or cut off: start over, clean
+                        await self._rejoin()
+                        continue
+                    if status == 404:  # the master restarted and does not know us: register again at once
                         self.registered = False
                         logger.info("the master does not know this worker any more; registering again")
                         continue
