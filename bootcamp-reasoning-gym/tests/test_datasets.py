@@ -27,11 +27,12 @@ def test_every_registered_dataset_is_a_generator_or_excluded(registry):
     assert all(VALID_ID.fullmatch(name) for name in names)
 
 
-def test_verifiers_that_evaluate_model_text_are_exactly_the_excluded_ones():
+def test_verifiers_that_evaluate_model_text_are_exactly_the_sandboxed_ones():
     evaluating = {name for name, (cls, _) in datasets.registry().items()
                   if EVALUATES.search(inspect.getsource(cls.score_answer))}
-    listed = {name for name, reason in datasets.EXCLUDED.items() if reason == datasets._EVALUATES}
-    assert evaluating == listed
+    assert evaluating == set(datasets.SANDBOXED)
+    assert not set(datasets.SANDBOXED) & set(datasets.EXCLUDED)
+    assert {name for name in datasets.registry() if datasets.evaluates_model_text(name)} == evaluating
 
 
 @pytest.mark.parametrize("name", sorted(n for n, r in datasets.EXCLUDED.items() if r == datasets._OWN_ANSWER))
@@ -54,6 +55,21 @@ def test_excluded_for_global_random_state_use_it():
     pool[0]
     assert (np.random.get_state()[1] != state).any()
     assert reason_of("list_functions") == reason_of("pool_matrix") == datasets._GLOBAL_RNG
+
+
+def test_codeio_runs_code_samples_that_use_the_global_random_module():
+    import gzip
+    import json
+
+    from reasoning_gym.code import codeio
+
+    dataset = datasets._factory().create_dataset("codeio", seed=0, size=10)
+    with gzip.open(dataset._data_path, "rt", encoding="utf-8") as lines:
+        samples = [json.loads(line) for line in lines]
+    global_random = re.compile(r"\brandom\.(?:rand|choice|shuffle|sample|uniform|gauss)")
+    assert sum(bool(global_random.search(s["code_sample"] + s["input_generator"])) for s in samples) > 100
+    assert "exec(" in inspect.getsource(codeio.CodeIODataset._generate_io_pair)
+    assert "global random" in reason_of("codeio")
 
 
 def test_word_ladder_cannot_be_built_at_the_size_entries_are_drawn_from():

@@ -33,3 +33,13 @@ def test_wrong_answers_get_retries_up_to_max_attempts_without_the_answer(identit
     assert [response[0] for response in responses] == [False, True]
     assert responses[-1][1:3] == ("Correct.", 1.0)
     assert score == 1.0
+
+
+def test_feedback_on_a_sandboxed_verifier_retries_after_a_hostile_answer(registry, tmp_path):
+    identity = registry.component("generator", "reasoning_gym/spiral_matrix", {}).case_generator(random.Random(1))
+    hostile = format_answer(f"open({str(tmp_path / 'written')!r}, 'w')")
+    responses, score = converse(FeedbackInteraction(max_attempts=2), identity, hostile,
+                                format_answer(identity["entry"]["answer"]))
+    assert [response[0] for response in responses] == [False, True]
+    assert responses[0][2] == 0.0 and responses[-1][1:3] == ("Correct.", 1.0)
+    assert score == 1.0 and list(tmp_path.iterdir()) == []

@@ -6,7 +6,7 @@ import random
 from typing import Any, ClassVar
 
 from bootcamp_core import ConfigError, GenerationError, TaskGenerator
-from bootcamp_reasoning_gym import datasets
+from bootcamp_reasoning_gym import curriculum, datasets
 from bootcamp_reasoning_gym.answer import ANSWER_INSTRUCTION
 
 __all__ = ["ReasoningGymGenerator", "generator_class"]
@@ -22,8 +22,9 @@ class ReasoningGymGenerator(TaskGenerator):
 
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
+        self.dataset_config = curriculum.resolve(self.dataset, config)  # a bad level is a ConfigError of its own
         try:
-            self.dataset_config = datasets.normalise(config)
+            self.dataset_config = datasets.normalise(self.dataset_config)
             datasets.build(self.dataset, self.dataset_config)
         except Exception as error:  # noqa: BLE001 - reasoning-gym raises anything on a bad config or entry
             raise ConfigError(f"reasoning_gym/{self.dataset}: {type(error).__name__}: {error}") from None
