@@ -2,14 +2,15 @@
 
 Every folder with a ``pyproject.toml`` (``core``, ``bootcamp-*``, ``plugins/*``) is a distribution. Its hatch
 environment is the one whose ``test`` script runs its ``tests`` folder (hatch.toml; matrices expanded), so a new
-bootcamp is picked up as soon as it joins the ``bootcamp`` matrix. Its workflow, ``.github/workflows/<name>.yml``, runs
-on changes to its own folder or to core and calls ``bash .ci/run --package <name>``, which runs exactly
-:func:`commands`: the package's tests beside core, ``bootcamp check`` for each namespace it registers, and core's
-contract tests (public API, layers, public imports).
+bootcamp is picked up as soon as it joins the ``bootcamp`` matrix; an environment whose ``test`` script runs another
+of its test folders, ``tests_<part>`` (core's ``tests_ray``: the Ray suite), is part of its CI too. Its workflow,
+``.github/workflows/<name>.yml``, runs on changes to its own folder or to core and calls
+``bash .ci/run --package <name>``, which runs exactly :func:`commands`: the package's test suites beside core,
+``bootcamp check`` for each namespace it registers, and core's contract tests (public API, layers, public imports).
 
     python .ci/workflows.py write            (re)generate .github/workflows/ from the template
     python .ci/workflows.py check            exit 1, naming each workflow that drifted, is missing or has no package
-    python .ci/workflows.py list             the distributions, one per line: name, folder, hatch environment
+    python .ci/workflows.py list             the distributions, one per line: name, folder, hatch environments
     python .ci/workflows.py run NAME         run NAME's checks (what `bash .ci/run --package NAME` does)
 
 Standard library only (and tomli on Python 3.10): it runs before any environment exists.
@@ -72,6 +73,8 @@ class Distribution:
     folder: str
     env: str | None
     namespaces: list[str] = field(default_factory=list)
+    #: environments of its other test folders (``tests_<part>``), run after ``env``'s suite
+    more_envs: list[str] = field(default_factory=list)
 
 
 def _load(path: Path) -> dict:
@@ -79,25 +82,25 @@ def _load(path: Path) -> dict:
         return tomllib.load(handle)
 
 
-def test_envs(config: dict) -> dict[str, str]:
-    """Tested folder -> the hatch environment whose ``test`` script runs ``pytest <folder>/tests``."""
-    found: dict[str, str] = {}
+def test_envs(config: dict) -> dict[str, dict[str, str]]:
+    """Tested folder -> {test folder name -> the hatch environment whose ``test`` script runs
+    ``pytest <folder>/<test folder>``}, for ``tests`` and ``tests_<part>``, matrices expanded."""
+    found: dict[str, dict[str, str]] = {}
     for env, table in config.get("envs", {}).items():
         script = table.get("scripts", {}).get("test")
         if not isinstance(script, str) or not script.startswith("pytest "):
             continue
-        target = script.split()[1]
-        if not target.endswith("/tests"):
+        target, _, tests = script.split()[1].rstrip("/").rpartition("/")
+        if not target or not (tests == "tests" or tests.startswith("tests_")):
             continue
-        target = target.removesuffix("/tests")
         if "{matrix:" not in target:
-            found[target] = env
+            found.setdefault(target, {})[tests] = env
             continue
         for entry in table.get("matrix", []):
             for key, value in entry.items():
                 for item in value if isinstance(value, list) else [value]:
                     if f"{{matrix:{key}}}" in target:
-                        found[target.replace(f"{{matrix:{key}}}", item)] = f"{env}.{item}"
+                        found.setdefault(target.replace(f"{{matrix:{key}}}", item), {})[tests] = f"{env}.{item}"
     return found
 
 
@@ -112,7 +115,9 @@ def distributions(root: Path = ROOT) -> list[Distribution]:
         project = _load(folder / "pyproject.toml")["project"]
         relative = folder.relative_to(root).as_posix()
         namespaces = sorted(project.get("entry-points", {}).get("bootcamp", {}))
-        found.append(Distribution(project["name"], relative, envs.get(relative), namespaces))
+        suites = envs.get(relative, {})
+        more = [suites[tests] for tests in sorted(suites) if tests != "tests"]
+        found.append(Distribution(project["name"], relative, suites.get("tests"), namespaces, more))
     return found
 
 
@@ -127,7 +132,7 @@ def commands(dist: Distribution) -> list[list[str]]:
     """What ``.ci/run --package NAME`` runs for ``dist``, one command a line, in order."""
     if dist.env is None:
         raise SystemExit(f"error: {dist.name} has no hatch environment whose test script runs {dist.folder}/tests")
-    steps = [["hatch", "run", f"{dist.env}:test"]]
+    steps = [["hatch", "run", f"{env}:test"] for env in (dist.env, *dist.more_envs)]
     steps += [["hatch", "run", f"{dist.env}:bootcamp", "check", namespace] for namespace in dist.namespaces]
     if dist.env != CONTRACT_ENV:  # core's own suite holds its contract tests already
         steps.append(["hatch", "run", f"{CONTRACT_ENV}:python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
@@ -180,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("write", help="(re)generate .github/workflows/")
     sub.add_parser("check", help="exit 1 when a workflow drifted from the template, is missing or is stray")
-    sub.add_parser("list", help="the distributions: name, folder, hatch environment")
+    sub.add_parser("list", help="the distributions: name, folder, hatch environments")
     runner = sub.add_parser("run", help="run one distribution's checks")
     runner.add_argument("name", help="a distribution (bootcamp-texas-holdem), its folder or its short name")
     runner.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
@@ -196,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if found else 0
     if args.action == "list":
         for dist in distributions():
-            print(f"{dist.name} {dist.folder} {dist.env or '-'}")
+            print(" ".join([dist.name, dist.folder, dist.env or "-", *dist.more_envs]))
         return 0
     dist = find(args.name)
     for command in commands(dist):

@@ -44,14 +44,28 @@ def test_each_workflow_runs_on_its_folder_or_core_and_calls_ci_run_for_its_packa
             assert {f"{dist.folder}/**", "core/**"} <= set(triggers[event]["paths"]), (dist.name, event)
         runs = [step["run"] for step in document["jobs"]["test"]["steps"] if "run" in step]
         assert runs == [f"bash .ci/run --package {dist.name}"]
-        # what .ci/run --package runs: the very suite `hatch run test:all` runs for it, then its checks
+        # what .ci/run --package runs: the very suites `hatch run test:all` runs for it, then its checks
         steps = workflows.commands(dist)
         assert dist.env in suites and steps[0] == ["hatch", "run", f"{dist.env}:test"]
+        assert steps[1:1 + len(dist.more_envs)] == [["hatch", "run", f"{env}:test"] for env in dist.more_envs]
         checks = [step[-1] for step in steps if step[2:4] == [f"{dist.env}:bootcamp", "check"]]
         assert checks == dist.namespaces
         if dist.name != "bootcamp-core":
             assert steps[-1][-len(workflows.CONTRACT_TESTS):] == list(workflows.CONTRACT_TESTS)
         assert all((REPO / path).is_file() for path in workflows.CONTRACT_TESTS)
+
+
+def test_every_suite_of_the_full_run_but_the_cross_package_one_is_in_some_package_workflow():
+    # a package's own CI misses none of its suites: core's runs its Ray suite (core/tests_ray) too
+    suites = load("suites").suites(load("suites").load_config())
+    run_by = {}
+    for dist in workflows.distributions(REPO):
+        for step in workflows.commands(dist):
+            if step[:2] == ["hatch", "run"] and step[2].endswith(":test") and len(step) == 3:
+                run_by.setdefault(step[2].removesuffix(":test"), []).append(dist.name)
+    assert set(suites) - set(run_by) == {"all"}, run_by  # `all` is tests/: every package together, no package's own
+    assert all(len(names) == 1 for names in run_by.values()), run_by
+    assert run_by["ray"] == ["bootcamp-core"] and run_by["core"] == ["bootcamp-core"]
 
 
 def test_drift_a_missing_workflow_a_stray_one_and_a_package_without_environment_are_reported(tmp_path: Path):

@@ -1,8 +1,11 @@
 """Every distribution is publishable: `hatch build` makes its wheel and sdist, `twine check --strict` accepts their
-metadata (the README renders on the package index), the wheel holds its configs and none of its tests, and the
-wheel, installed into a fresh virtual environment (not editable), passes a representative subset of the package's
-own tests: each bootcamp's packaging-related conformance tests, and for core the test that renders `bootcamp new`'s templates from
-the installed wheel. bootcamp-verl's install is left to its own suite (verl brings torch): it is built and checked."""
+metadata (the README renders on the package index; license, classifiers, project URLs, requires-python are there),
+the wheel holds its configs and none of its tests, and the wheel, installed into a fresh virtual environment (not
+editable), passes the package's own tests against it: each bootcamp's fast tests (`-m "not slow"`) but its shortcut
+guards, with the conformance kit's packaging checks; core's plugin, plugin-API, public-API and template tests; and
+`bootcamp plugins` lists each bootcamp from the wheel's metadata with the plugin API it declares. bootcamp-verl's
+wheel is installed without its dependencies (verl brings torch; its own suite has them) and passes the tests that
+need neither. Every package's suite runs all of its tests editable; this file checks what only a wheel can show."""
 
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from bootcamp_core.plugin.loader import PLUGIN_API
+
 REPO = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("ci_workflows_publish", REPO / ".ci/workflows.py")
 workflows = importlib.util.module_from_spec(spec)
@@ -25,21 +30,42 @@ sys.modules[spec.name] = workflows
 spec.loader.exec_module(workflows)
 
 DISTRIBUTIONS = workflows.distributions(REPO)
-# the subset of each package's tests run against its installed wheel (None: built and checked, not installed)
-WHEEL_TESTS = {"bootcamp-core": ["core/tests/test_new_workflows.py", "-k", "both_templates"], "bootcamp-verl": None}
 pytestmark = pytest.mark.slow
 
-
-# a bootcamp's conformance tests that depend on how it is packaged (the whole file runs in its own suite: PyBaMM and
-# PyBullet make it minutes long): the plugin loads from the wheel, its version is the distribution's, loading stays
-# light, its tool schemas are valid
+FAST = ["-m", "not slow"]
+# a bootcamp's conformance tests that depend on how it is packaged: the plugin loads from the wheel, its version is
+# the distribution's, loading stays light, its tool schemas are valid (the kit's domain checks, minutes with PyBaMM
+# or PyBullet and bound by a watchdog, run editable in the bootcamp's own suite)
 PACKAGING_CHECKS = "plugin_loads or package_version or loading_the_plugin or tool_parameters"
+# test files a wheel skips (they run editable in the package's own suite): the shortcut guards replay benchmark
+# figures for minutes; reasoning-gym's sweep over every dataset is about the dataset library, not the package
+SKIPPED = ("test_shortcuts.py", "test_datasets.py", "test_conformance.py")
+# core: its plugin discovery and plugin API, its public API from the installed package, and the templates
+# `bootcamp new` renders from the wheel (test_layers walks the source tree's layout, which the wheel's bundled
+# template is not part of)
+CORE_WHEEL_TESTS = [
+    ["core/tests/test_public_api.py", "core/tests/test_plugin_api.py", "core/tests/test_plugins.py", *FAST],
+    ["core/tests/test_new_workflows.py", "-k", "both_templates"],
+]
+# bootcamp-verl without verl (and torch): the export's limits, which import neither
+VERL_WHEEL_TESTS = [["plugins/verl/tests/test_export_limits.py"]]
 
 
-def wheel_tests(dist) -> list[str] | None:
-    if dist.name in WHEEL_TESTS:
-        return WHEEL_TESTS[dist.name]
-    return [f"{dist.folder}/tests/test_conformance.py", "-k", PACKAGING_CHECKS]
+def wheel_tests(dist) -> list[list[str]]:
+    """The pytest invocations run against ``dist``'s installed wheel (paths relative to the repository)."""
+    if dist.name == "bootcamp-core":
+        return CORE_WHEEL_TESTS
+    if dist.name == "bootcamp-verl":
+        return VERL_WHEEL_TESTS
+    tests = f"{dist.folder}/tests"
+    files = [f"{tests}/{path.name}" for path in sorted((REPO / tests).glob("test_*.py")) if path.name not in SKIPPED]
+    return [[*files, *FAST], [f"{tests}/test_conformance.py", "-k", PACKAGING_CHECKS]]
+
+
+def declared_api(dist) -> dict[str, str]:
+    """Namespace -> the plugin API ``dist``'s pyproject.toml declares for it."""
+    project = workflows._load(REPO / dist.folder / "pyproject.toml")["project"]
+    return dict(project.get("entry-points", {}).get("bootcamp.api", {}))
 
 
 def run(*command: str, cwd: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -74,6 +100,7 @@ def only(folder: Path, pattern: str) -> Path:
 
 def test_twine_accepts_every_wheel_and_sdist_and_the_metadata_is_complete(built):
     files = [str(path) for folder in built.values() for path in sorted(folder.iterdir())]
+    homepages = set()
     assert len(files) == 2 * len(DISTRIBUTIONS)
     checked = run(sys.executable, "-m", "twine", "check", "--strict", *files)
     assert checked.returncode == 0, checked.stdout[-4000:] + checked.stderr[-2000:]
@@ -89,6 +116,30 @@ def test_twine_accepts_every_wheel_and_sdist_and_the_metadata_is_complete(built)
         classifiers = metadata.get_all("Classifier") or []
         assert "Programming Language :: Python :: 3.10" in classifiers, name
         assert metadata.get_payload().strip(), f"{name}: no README in the long description"
+        urls = dict(entry.split(", ", 1) for entry in metadata.get_all("Project-URL") or [])
+        assert set(urls) == {"Homepage", "Source", "Issues", "Changelog"}, (name, urls)
+        homepages.add(urls["Homepage"])
+        folder = next(dist.folder for dist in DISTRIBUTIONS if dist.name == name)
+        assert urls["Source"] == f"{urls['Homepage']}/tree/main/{folder}", (name, urls)
+        assert urls["Changelog"] == f"{urls['Homepage']}/blob/main/{folder}/CHANGELOG.md", (name, urls)
+        assert urls["Issues"] == f"{urls['Homepage']}/issues", (name, urls)
+        assert (REPO / folder / "CHANGELOG.md").is_file(), name
+    # one repository for the whole monorepo, and a real address
+    assert len(homepages) == 1 and homepages.pop().startswith("https://github.com/"), homepages
+
+
+def test_a_new_bootcamp_carries_no_link_of_this_repository_and_declares_its_plugin_api(tmp_path: Path):
+    from bootcamp_core.cli.new import new_bootcamp
+    from bootcamp_core.plugin.loader import PLUGIN_API
+
+    homepage = workflows._load(REPO / "core/pyproject.toml")["project"]["urls"]["Homepage"]
+    for minimal in (False, True):
+        root = new_bootcamp("my_task", tmp_path / str(minimal), minimal=minimal)
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+        project = workflows.tomllib.loads(text)["project"]
+        assert "urls" not in project and homepage not in text, text  # the links to fill in stay commented out
+        assert '# Source = "https://github.com/OWNER/bootcamp-my-task"' in text, text
+        assert project["entry-points"]["bootcamp.api"] == {"my_task": PLUGIN_API}
 
 
 def test_wheels_hold_their_configs_and_nothing_from_tests(built):
@@ -109,6 +160,7 @@ def test_wheels_hold_their_configs_and_nothing_from_tests(built):
 def test_each_installed_wheel_passes_its_tests_in_a_fresh_environment(built, tmp_path: Path):
     uv = pytest.importorskip("uv").find_uv_bin()
     core_wheel = only(built["bootcamp-core"], "*.whl")
+    example_wheel = only(built["bootcamp-example"], "*.whl")
 
     def install_and_test(dist) -> str | None:
         venv = tmp_path / dist.name
@@ -116,9 +168,15 @@ def test_each_installed_wheel_passes_its_tests_in_a_fresh_environment(built, tmp
         assert created.returncode == 0, created.stderr
         python = venv / "bin" / "python"
         wheels = [f"bootcamp-core[testing] @ {core_wheel.as_uri()}"]
-        if dist.name != "bootcamp-core":
+        if dist.name in ("bootcamp-core", "bootcamp-verl"):  # their tests' first bootcamp, the test double
+            wheels.append(str(example_wheel))
+        else:
             wheels.append(str(only(built[dist.name], "*.whl")))
         installed = run(uv, "pip", "install", "--python", str(python), *wheels)
+        if installed.returncode == 0 and dist.name == "bootcamp-verl":
+            # verl and torch are for its own suite: the wheel alone, on the installed core
+            installed = run(uv, "pip", "install", "--python", str(python), "--no-deps",
+                            str(only(built[dist.name], "*.whl")))
         if installed.returncode != 0:
             return f"{dist.name}: install failed: {installed.stderr[-3000:]}"
         module = dist.name.replace("-", "_")
@@ -126,14 +184,30 @@ def test_each_installed_wheel_passes_its_tests_in_a_fresh_environment(built, tmp
         if not where.stdout.strip().startswith(str(venv)):
             return f"{dist.name}: imported from {where.stdout.strip() or where.stderr[-500:]}, not from its wheel"
         # from a folder outside the source tree, so nothing but the installed wheel can be imported
-        tested = run(str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(REPO),
-                     *[str(REPO / arg) if arg.endswith(".py") else arg for arg in wheel_tests(dist)], cwd=tmp_path)
-        if tested.returncode != 0 or " passed" not in tested.stdout:
-            return f"{dist.name}: tests failed against the wheel:\n{tested.stdout[-3000:]}{tested.stderr[-1000:]}"
+        for args in wheel_tests(dist):
+            tested = run(str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(REPO),
+                         *[str(REPO / arg) if arg.endswith(".py") else arg for arg in args], cwd=tmp_path)
+            if tested.returncode != 0 or " passed" not in tested.stdout:
+                return f"{dist.name}: tests failed against the wheel:\n{tested.stdout[-3000:]}{tested.stderr[-1000:]}"
+        # the listing reads the wheel's metadata: each namespace, its distribution and the plugin API it declares
+        listed = run(str(venv / "bin" / "bootcamp"), "plugins", cwd=tmp_path)
+        owner = built_dist(dist)
+        lines = {line.split()[0]: line for line in listed.stdout.splitlines() if line.strip()}
+        for namespace in owner.namespaces:
+            line = lines.get(namespace, "")
+            api = declared_api(owner).get(namespace)
+            shown = line.endswith(f"  (plugin API {api})") if api else "plugin API" not in line
+            if listed.returncode != 0 or owner.name not in line or not shown:
+                return f"{dist.name}: `bootcamp plugins` shows {line!r} for {namespace}:\n{listed.stdout}{listed.stderr}"
         return None
 
-    chosen = [dist for dist in DISTRIBUTIONS if wheel_tests(dist) is not None]
-    assert len(chosen) >= len(DISTRIBUTIONS) - 1
+    def built_dist(dist):
+        # core's and verl's environments hold bootcamp-example as their bootcamp
+        name = "bootcamp-example" if dist.name in ("bootcamp-core", "bootcamp-verl") else dist.name
+        return next(item for item in DISTRIBUTIONS if item.name == name)
+
+    example = next(dist for dist in DISTRIBUTIONS if dist.name == "bootcamp-example")
+    assert declared_api(example) == {"example": PLUGIN_API}  # the living template declares its API
     with ThreadPoolExecutor(max_workers=3) as pool:
-        failures = [failure for failure in pool.map(install_and_test, chosen) if failure]
+        failures = [failure for failure in pool.map(install_and_test, DISTRIBUTIONS) if failure]
     assert not failures, "\n\n".join(failures)

@@ -22,7 +22,7 @@ from bootcamp_core import (
     UnknownIdError,
     hookimpl,
 )
-from bootcamp_core.plugin.loader import Registry
+from bootcamp_core.plugin.loader import PLUGIN_API, Registry
 from bootcamp_core.testing import MINIMAL_HOOKS, write_distribution
 
 
@@ -389,7 +389,9 @@ def test_listing_shows_distributions_and_versions_without_importing_any_plugin(t
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert any(line.split() == ["versioned", "bootcamp-versioned", "3.4.5"] for line in lines), done.stdout
-    assert any(line.split() == ["example", "bootcamp-example", bootcamp_example_version()] for line in lines)
+    # bootcamp-example declares the plugin API it was written for: the listing shows it
+    example = ["example", "bootcamp-example", bootcamp_example_version(), "(plugin", "API", f"{PLUGIN_API})"]
+    assert any(line.split() == example for line in lines), done.stdout
     assert not marker.exists()
 
 

@@ -38,6 +38,15 @@ _DOT = "dot-"
 _SUFFIX = ".tmpl"
 _WORD = re.compile(r"(?<![A-Za-z0-9])example(?![A-Za-z0-9])")
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache", ".venv", "build", "dist"}
+#: in place of bootcamp-example's own project links (this repository's, not the new bootcamp's)
+URLS_TO_FILL_IN = """\
+# the links the package index shows on the project's page: fill in your repository and uncomment
+# [project.urls]
+# Homepage = "https://github.com/OWNER/bootcamp-example"
+# Source = "https://github.com/OWNER/bootcamp-example"
+# Issues = "https://github.com/OWNER/bootcamp-example/issues"
+# Changelog = "https://github.com/OWNER/bootcamp-example/blob/main/CHANGELOG.md"
+"""
 
 
 def template_root() -> Path:
@@ -76,6 +85,16 @@ def new_bootcamp(namespace: str, output_dir: Path = Path("."), *, force: bool = 
     return target
 
 
+def without_project_urls(pyproject: str) -> str:
+    """``pyproject`` with its ``[project.urls]`` table replaced by :data:`URLS_TO_FILL_IN`."""
+    start = pyproject.find("\n[project.urls]\n")
+    if start < 0:
+        return pyproject
+    end = pyproject.find("\n[", start + 1)
+    rest = pyproject[end + 1:] if end >= 0 else ""
+    return pyproject[:start + 1] + URLS_TO_FILL_IN + ("\n" + rest if rest else "")
+
+
 def _copy_rendered(source: Path, target: Path, namespace: str) -> None:
     for path in sorted(source.rglob("*")):
         relative = path.relative_to(source)
@@ -88,7 +107,10 @@ def _copy_rendered(source: Path, target: Path, namespace: str) -> None:
             continue
         destination.parent.mkdir(parents=True, exist_ok=True)
         try:
-            destination.write_text(render(path.read_text(encoding="utf-8"), namespace), encoding="utf-8")
+            text = path.read_text(encoding="utf-8")
+            if parts == ["pyproject.toml"]:
+                text = without_project_urls(text)
+            destination.write_text(render(text, namespace), encoding="utf-8")
         except UnicodeDecodeError:
             shutil.copyfile(path, destination)
 
