@@ -306,6 +306,8 @@ def trainer_config(exported, model_dir, main_ppo_config):
     """main_ppo's config as the exported script sets it (tiny micro batches, short lengths) for the test model."""
     from omegaconf import OmegaConf
 
+    from bootcamp_verl.export import REWARD_MANAGER_OVERRIDES
+
     files = "[" + ",".join(f"'{path}'" for path in exported.parquet_files) + "]"
     config = main_ppo_config([
         f"data.train_files={files}",
@@ -317,6 +319,7 @@ def trainer_config(exported, model_dir, main_ppo_config):
         "actor_rollout_ref.rollout.multi_turn.max_parallel_calls=20",
         "actor_rollout_ref.rollout.multi_turn.max_tool_response_length=16384",
         "reward.custom_reward_function.path=pkg://bootcamp_verl.reward",
+        *REWARD_MANAGER_OVERRIDES,
         "data.max_prompt_length=4096",
         "data.max_response_length=4096",
     ])

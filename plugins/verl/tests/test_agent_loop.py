@@ -117,6 +117,29 @@ def test_the_turn_limits_are_evals(dataset_rows, run_loop, load_tools, scripted_
         "assistant", "tool", "assistant", "tool"]
 
 
+def test_a_last_answer_whose_feedback_does_not_fit_ends_at_the_turn_limit(dataset_rows, run_loop, load_tools,
+                                                                          scripted_server, tokenizer, trainer_config):
+    row = rows_of(dataset_rows, "bootcamp/example")[1]
+    tools = list(load_tools().values())
+    config = with_limits(trainer_config, max_assistant_turns=2)
+    _, roomy = run_loop("bootcamp_agent", scripted_server([WRONG, WRONG]), tools, row, config)
+    assert roomy.extra_fields["finish_reason"] == "max_assistant_turns"
+
+    # the same episode with a response budget one token short of the feedback on the last answer: the turn limit
+    # ended it all the same (the verdict comes before the limits are checked), not the response length
+    config.actor_rollout_ref.rollout.response_length = len(roomy.response_mask) - 1
+    _, tight = run_loop("bootcamp_agent", scripted_server([WRONG, WRONG]), tools, row, config)
+    assert tight.extra_fields["finish_reason"] == "max_assistant_turns"
+    assert tight.extra_fields["turn_scores"] == [0.0, 0.0]
+    assert [text for mask, text in segments(tight, tokenizer) if mask == 1] == [WRONG + "<|im_end|>"] * 2
+
+    # with a turn left, the feedback that does not fit ends the episode for its length
+    config.actor_rollout_ref.rollout.multi_turn.max_assistant_turns = 3
+    _, short = run_loop("bootcamp_agent", scripted_server([WRONG, WRONG, WRONG]), tools, row, config)
+    assert short.extra_fields["finish_reason"] == "max_response_length"
+    assert short.extra_fields["turn_scores"] == [0.0, 0.0]
+
+
 def test_every_tool_message_counts_as_a_user_turn(dataset_rows, run_loop, load_tools, scripted_server, call,
                                                   trainer_config):
     row = rows_of(dataset_rows, "bootcamp/example")[1]

@@ -45,7 +45,10 @@ def test_the_grpo_recipe_composes_and_passes_verls_checks(tmp_path, main_ppo_con
     config = main_ppo_config(arguments[2:])
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     rollout = config.actor_rollout_ref.rollout
-    assert config.algorithm.adv_estimator == "grpo" and rollout.n == 8 and config.data.train_batch_size == 64
+    assert config.algorithm.adv_estimator == "bootcamp_grpo" and rollout.n == 8 and config.data.train_batch_size == 64
+    # the prompt length the export measured from the records, the reward manager it selects
+    assert config.data.max_prompt_length == rollout.prompt_length
+    assert config.reward.reward_manager.name == "BootcampRewardManager"
     assert config.actor_rollout_ref.actor.use_kl_loss is True and need_reference_policy(config)
     assert config.trainer.total_epochs == 1  # the caller's override wins
     assert config.actor_rollout_ref.model.path == "/models/Qwen2.5-3B-Instruct"

@@ -146,6 +146,13 @@ def test_the_script_composes_with_verls_config(exported, tmp_path, main_ppo_conf
     assert rollout.multi_turn.max_parallel_calls == 20 and rollout.multi_turn.max_tool_response_length == 16384
     assert config.reward.custom_reward_function.path == "pkg://bootcamp_verl.reward"
     assert config.reward.custom_reward_function.name == "compute_score"
+    # the reward manager verl's reward worker loads: ours, by module path (no registry needed in any process)
+    from verl.trainer.ppo.reward import resolve_reward_manager_cls
+
+    from bootcamp_verl.reward_manager import MANAGER_NAME, MANAGER_PATH, BootcampRewardManager
+
+    assert (config.reward.reward_manager.module.path, config.reward.reward_manager.name) == (MANAGER_PATH, MANAGER_NAME)
+    assert resolve_reward_manager_cls(config) is BootcampRewardManager
     assert config.algorithm.adv_estimator == "bootcamp_grpo" and rollout.n == 8 and config.trainer.n_gpus_per_node == 4
     assert config.data.filter_overlong_prompts is True
     # 7 training records: a batch of 4 prompts, the mini-batch no larger

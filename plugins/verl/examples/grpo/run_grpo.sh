@@ -20,7 +20,6 @@ GRPO=(
   # 64 prompts x 8 rollouts a step; GRPO's advantage compares the 8 rollouts of one prompt
   "data.train_batch_size=64"
   "actor_rollout_ref.rollout.n=8"
-  "data.max_prompt_length=2048"
   "data.max_response_length=4096"
   "actor_rollout_ref.actor.optim.lr=1e-6"
   "actor_rollout_ref.actor.ppo_mini_batch_size=16"
@@ -34,7 +33,8 @@ GRPO=(
   "actor_rollout_ref.rollout.gpu_memory_utilization=0.5"
   "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4"
   "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4"
-  "algorithm.adv_estimator=grpo"
+  # GRPO with trajectories that failed for infrastructure reasons out of the group statistics (the export's choice)
+  "algorithm.adv_estimator=bootcamp_grpo"
   "algorithm.use_kl_in_reward=False"
   "trainer.critic_warmup=0"
   "trainer.logger=['console']"

@@ -260,18 +260,24 @@ class BootcampAgentLoop(ToolAgentLoop):
         failure = getattr(agent_data, FAILURE_ATTRIBUTE, None)
         if failure:
             return episode.fail(failure)
-        if state == AgentState.TERMINATED:
-            episode.finish_reason = "max_response_length"
+        if state == AgentState.TERMINATED:  # the tool output did not fit in the response
+            episode.finish_reason = self._turn_limit_reached(agent_data) or "max_response_length"
             return state
         return self._next_turn(agent_data, episode)
 
-    def _next_turn(self, agent_data: AgentData, episode: _Episode) -> AgentState:
+    def _turn_limit_reached(self, agent_data: AgentData) -> str | None:
+        """The finish reason of the turn limit that allows no further model turn, or None."""
         max_assistant_turns, max_user_turns = self.turn_limits
         if agent_data.assistant_turns >= max_assistant_turns:
-            episode.finish_reason = "max_assistant_turns"
-            return AgentState.TERMINATED
+            return "max_assistant_turns"
         if agent_data.user_turns >= max_user_turns:
-            episode.finish_reason = "max_user_turns"
+            return "max_user_turns"
+        return None
+
+    def _next_turn(self, agent_data: AgentData, episode: _Episode) -> AgentState:
+        limit = self._turn_limit_reached(agent_data)
+        if limit is not None:
+            episode.finish_reason = limit
             return AgentState.TERMINATED
         return AgentState.GENERATING
 
@@ -305,7 +311,9 @@ class BootcampAgentLoop(ToolAgentLoop):
             agent_data.response_logprobs or None, tools=schemas,
         )
         if len(response_mask) >= self.response_length:
-            episode.finish_reason = "max_response_length"
+            # the feedback does not fit; when a turn limit ends the episode here anyway, that is why it ended (the
+            # verdict on the last answer comes before the limits, so this is where a last wrong answer lands)
+            episode.finish_reason = self._turn_limit_reached(agent_data) or "max_response_length"
             return AgentState.TERMINATED
         agent_data.prompt_ids = merged.token_ids
         agent_data.response_mask = response_mask

@@ -59,6 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              help="interaction config YAML: constructor config per interaction, as for bootcamp eval")
     add_flag(export, "--tool-server", metavar="URL",
              help="run the tools on this bootcamp serve server instead of inside verl's workers")
+    add_flag(export, "--ray-tools", action="store_true",
+             help="run the tools on tool actors in verl's own Ray job (started by the first tool call, ended with "
+             "the job): no tool server to run; needs bootcamp-core[ray]")
+    add_flag(export, "--ray-tool-actors", type=int, default=None, metavar="N",
+             help="with --ray-tools: tool actors (default: the cluster's CPUs)")
     add_flag(export, "--model-path", default="Qwen/Qwen2.5-3B-Instruct", metavar="MODEL",
              help="default of MODEL_PATH in run_main_ppo.sh (default: Qwen/Qwen2.5-3B-Instruct); a local folder with "
              "its tokenizer measures the prompt lengths exactly, else they are bounded at 1 byte per token")
@@ -90,7 +95,7 @@ def run_export(args: argparse.Namespace) -> int:
     for flag, value in (("--max-assistant-turns", args.max_assistant_turns), ("--max-user-turns", args.max_user_turns),
                         ("--max-parallel-calls", args.max_parallel_calls),
                         ("--max-tool-response-length", args.max_tool_response_length),
-                        ("--train-batch-size", args.train_batch_size),
+                        ("--train-batch-size", args.train_batch_size), ("--ray-tool-actors", args.ray_tool_actors),
                         ("--max-response-length", args.max_response_length)):
         if value is not None and value < 1:
             raise ConfigError(f"{flag} must be at least 1, got {value}")
@@ -105,6 +110,8 @@ def run_export(args: argparse.Namespace) -> int:
         tool_config=resolve_component_config(args.tool_config, "tool"),
         interaction_config=resolve_component_config(args.interaction_config, "interaction"),
         tool_server=args.tool_server,
+        ray_tools=args.ray_tools,
+        ray_tool_actors=args.ray_tool_actors,
         model_path=args.model_path,
         rollout_name=args.rollout_name,
         train_batch_size=args.train_batch_size,

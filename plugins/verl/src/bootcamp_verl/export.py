@@ -44,6 +44,7 @@ __all__ = [
     "AGENT_LOOP_CLASS",
     "AGENT_NAME",
     "BYTES_PER_TOKEN",
+    "REWARD_MANAGER_OVERRIDES",
     "REWARD_PATH",
     "TRAINING_DEFAULTS",
     "ExportOptions",
@@ -60,6 +61,15 @@ ADAPTER_CLASS = "bootcamp_verl.tool.BootcampTool"
 AGENT_LOOP_CLASS = "bootcamp_verl.agent_loop.BootcampAgentLoop"
 REWARD_PATH = "pkg://bootcamp_verl.reward"
 REWARD_NAME = "compute_score"
+#: verl's ``naive`` reward manager with each row's own ``extra_info`` (``bootcamp_verl.reward_manager``): under
+#: ``naive`` the rollouts of a prompt share one dict, and a rollout is scored on another's episode. Loaded by
+#: module path, so no process needs it registered first (the names are the module's MANAGER_PATH and MANAGER_NAME,
+#: spelled here so that the export imports no verl).
+REWARD_MANAGER_OVERRIDES = (
+    "reward.reward_manager.source=importlib",
+    "reward.reward_manager.module.path=pkg://bootcamp_verl.reward_manager",
+    "reward.reward_manager.name=BootcampRewardManager",
+)
 TOOL_CONFIG_NAME = "tool_config.yaml"
 AGENT_LOOP_CONFIG_NAME = "agent_loop_config.yaml"
 SCRIPT_NAME = "run_main_ppo.sh"
@@ -99,6 +109,10 @@ class ExportOptions:
     interaction_config: dict[str, dict] = attrs.field(factory=dict)
     #: run every tool on this tool server (``bootcamp serve``) instead of inside verl's workers
     tool_server: str | None = None
+    #: run every tool on tool actors in verl's own Ray job (``bootcamp_core.scale.tools``): no tool server to run
+    ray_tools: bool = False
+    #: with ray_tools: how many tool actors (default: the cluster's CPUs)
+    ray_tool_actors: int | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.ge(1)))
     #: defaults of run_main_ppo.sh (each an environment variable there)
     model_path: str = "Qwen/Qwen2.5-3B-Instruct"
     rollout_name: str = "sglang"
@@ -265,6 +279,15 @@ def _survey(paths: Sequence[Path], options: ExportOptions, registry: Registry) -
             # verl's loader accepts only type "native"; the url sends the adapter to the server
             config["url"] = options.tool_server
             # the schema in the tool config does not say it; the adapter needs it to serialize calls
+            config["parallel_safe"] = parallel_safe[tool_id]
+        if options.ray_tools:
+            # every actor builds every tool of the export: one episode's tools live in one actor
+            pool: dict[str, Any] = {"name": "bootcamp-tools", "tools": {
+                other: dict(options.tool_config.get(other) or {}) for other in sorted(schemas)}}
+            if options.ray_tool_actors:
+                pool["actors"] = options.ray_tool_actors
+            config.pop("tool_config", None)
+            config["ray_tools"] = pool
             config["parallel_safe"] = parallel_safe[tool_id]
         by_name[name] = _Tool(tool_id, name, fitted, config)
     return _Survey(by_name, count, frozenset(generators))
@@ -442,6 +465,7 @@ def integration_overrides(train_files: Sequence[str], val_files: Sequence[str], 
         f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_NAME}",
         f"reward.custom_reward_function.path={REWARD_PATH}",
         f"reward.custom_reward_function.name={REWARD_NAME}",
+        *REWARD_MANAGER_OVERRIDES,
     ]
 
 
@@ -594,6 +618,11 @@ def export_datasets(dataset_paths: Sequence[str | os.PathLike], output_dir: str 
     for value, flag in ((options.tool_call_format, "format"),):
         if not value or any(char.isspace() for char in value):
             raise ConfigError(f"--{flag} must be one word, got {value!r}")
+    if options.tool_server and options.ray_tools:
+        raise ConfigError("--ray-tools and --tool-server exclude each other: the tools run on Ray actors or on a "
+                          "tool server")
+    if options.ray_tool_actors and not options.ray_tools:
+        raise ConfigError("--ray-tool-actors needs --ray-tools")
     if options.tool_server and options.tool_config:
         raise ConfigError("--tool-config does not apply with --tool-server: served tools are built by the server "
                           "(give it to `bootcamp serve --tool-config`)")

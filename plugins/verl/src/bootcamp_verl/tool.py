@@ -25,6 +25,9 @@ Tool config entry (``tool_config.yaml``, written by ``bootcamp verl export``)::
         tool_config: {}               # its constructor config (optional)
         json_parameters: []           # parameters the model passes as JSON text (see bootcamp_verl.schemas)
         url: http://host:8000         # optional: the tool runs on this tool server (token: BOOTCAMP_TOKEN)
+        ray_tools: {name: ..., tools: {<tool id>: <constructor config>}, actors: N}
+                                      # optional: the tool runs on tool actors in verl's own Ray job
+                                      #   (bootcamp_core.scale.tools; written by export --ray-tools)
         idle_timeout_s: 1800          # optional: stock-loop instances unused this long are released
         tool_timeout_s: 60            # optional: one call's limit, as ``bootcamp eval --tool-timeout``; a served
                                       #   tool's server stops the call at the same limit
@@ -143,6 +146,8 @@ class BootcampTool(BaseTool):
     @staticmethod
     def _bootcamp_tool(tool_id: str, config: dict, tool_schema: OpenAIFunctionToolSchema | None,
                        call_timeout_s: float) -> Any:
+        if config.get("ray_tools") is not None:
+            return BootcampTool._ray_tool(tool_id, config, tool_schema, call_timeout_s)
         if config.get("url") or config.get("type") == "remote":
             from bootcamp_core import tool_server_client
 
@@ -160,6 +165,25 @@ class BootcampTool(BaseTool):
         from bootcamp_core import get_registry
 
         return get_registry().component("tool", tool_id, config.get("tool_config") or None)
+
+    @staticmethod
+    def _ray_tool(tool_id: str, config: dict, tool_schema: OpenAIFunctionToolSchema | None,
+                  call_timeout_s: float) -> Any:
+        """The tool on the pool of tool actors in verl's own Ray job (``bootcamp verl export --ray-tools``): the
+        first adapter to ask starts the pool, every agent-loop worker's adapter uses it, and it ends with the job."""
+        ray_tools = config["ray_tools"]
+        if not isinstance(ray_tools, dict):
+            raise ConfigError(f"tool {tool_id}: ray_tools must be a mapping (name, tools, actors, concurrency), got "
+                              f"{type(ray_tools).__name__}")
+        if config.get("url") or config.get("tool_config"):
+            raise ConfigError(f"tool {tool_id}: a tool on Ray actors takes its constructor config from "
+                              "ray_tools.tools; give neither url nor tool_config")
+        from bootcamp_core.scale.tools import ray_tool
+
+        entry = {**ray_tools, "type": "ray", "call_timeout_s": call_timeout_s}
+        if tool_schema is not None:
+            entry["schema"] = {**tool_schema.model_dump(), "parallel_safe": bool(config.get("parallel_safe", False))}
+        return ray_tool(tool_id, entry)
 
     def _sweep_interval(self) -> float:
         return min(SWEEP_INTERVAL_S, self.idle_timeout_s / 2)
