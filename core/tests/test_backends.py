@@ -23,7 +23,7 @@ def records(example_registry) -> list[dict]:
 
 
 def test_an_unknown_type_is_a_config_error_naming_the_field_and_the_known_backends():
-    with pytest.raises(ConfigError, match=r"^type 'mcq' is not a tool backend; known: mcp, remote$") as raised:
+    with pytest.raises(ConfigError, match=r"^type 'mcq' is not a tool backend; known: mcp, ray, remote$") as raised:
         tool_backend("mcq")
     assert raised.value.field == "type"
 

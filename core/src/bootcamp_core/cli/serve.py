@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bootcamp_core.cli.helpers import add_flag
+from bootcamp_core.plugin.errors import ConfigError
 
 HELP = "serve bootcamp tools over HTTP: master, workers, or both (unified)"
 DESCRIPTION = """\
@@ -59,6 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "(like InternBootcamp's *_with_server_urls.yaml; bootcamp eval --tool-config PATH then runs tools here)")
     add_flag(parser, "--access-log", action="store_true", help="log one line per request (never bodies)")
     add_flag(parser, "--keep-running", action="store_true", help=argparse.SUPPRESS)  # InternBootcamp's; always so
+    parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                        help="serve the tools from Ray actors instead of worker processes: no value starts a local "
+                             "Ray (or joins RAY_ADDRESS), `auto` joins a running cluster, ray://HOST:PORT uses Ray "
+                             "Client; needs bootcamp-core[ray]")
+    add_flag(parser, "--ray-actors", type=int, metavar="N",
+             help="with --ray: tool actors (default: the cluster's CPUs)")
+    add_flag(parser, "--ray-concurrency", type=int, metavar="N",
+             help="with --ray: tool calls at once per actor (default: 64)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,4 +83,19 @@ def run(args: argparse.Namespace) -> int:
         read_timeout_s=args.read_timeout, max_connections=args.max_connections,
         write_tool_config=args.write_tool_config, access_log=args.access_log,
     )
+    ray_flags = [flag for flag, value in (("--ray-actors", args.ray_actors),
+                                          ("--ray-concurrency", args.ray_concurrency)) if value is not None]
+    if ray_flags and args.ray is None:
+        raise ConfigError(f"{ray_flags[0]} needs --ray")
+    if args.ray is not None:
+        if args.mode != "unified" or args.master_url:
+            raise ConfigError("--ray runs the whole server (its tool actors replace the workers): leave out --mode "
+                              "and --master-url")
+        for flag, value in (("--ray-actors", args.ray_actors), ("--ray-concurrency", args.ray_concurrency)):
+            if value is not None and value < 1:
+                raise ConfigError(f"{flag} must be at least 1, got {value}")
+        from bootcamp_core.scale.tools import DEFAULT_CONCURRENCY, serve_on_ray
+
+        return serve_on_ray(config, address=args.ray, actors=args.ray_actors,
+                            concurrency=args.ray_concurrency or DEFAULT_CONCURRENCY)
     return serve(config)

@@ -23,6 +23,7 @@ __all__ = ["BACKENDS", "ToolBackend", "tool_backend"]
 BACKENDS: dict[str, str] = {
     "remote": "bootcamp_core.serve.client",
     "mcp": "bootcamp_core.mcp.backend",
+    "ray": "bootcamp_core.scale.tools",
 }
 
 
