@@ -7,17 +7,22 @@ Every number is printed next to a baseline measured in the same run, and the tar
     concurrency 64, process CPU time over assistant turns, the plugins' own work (agent, calculator, reward)
     included, so the figure is an upper bound (median of three runs; target < 0.3 ms), next to a naive sequential
     loop that wires the same agent, tool, interaction and reward by hand;
-(b) informational: client CPU per turn over HTTP (the same tasks played by the scripted server in its own process,
-    through ``OpenAIPolicy``) next to a bare ``openai`` client loop at the same concurrency in the same run. Both
-    are dominated by the openai SDK and httpx (about 3 ms per request here) and by how the two cores are shared
-    with the server, so their difference swings by a millisecond from run to run and is not a measure of the
-    harness; ``OpenAIPolicy``'s own work per turn (building the request, reading the answer) is what (a) leaves
-    out, and it is a few dict operations;
+(b) (no section of its own) client CPU per request over HTTP is part of (c) and (e): the same tasks played by the
+    scripted server in its own process, through ``OpenAIPolicy``, next to a bare ``openai`` loop (the shape of the
+    original framework's evaluator: one SDK call per turn, tool calls in sequence) in the same run;
 (c) turns/s and episodes/s at concurrency 1, 64 and 1,000, and episodes/s at 1,000 over the best level
     (target >= 0.8: no collapse);
 (d) the storm: episodes/s at concurrency 64 when 30% of requests fail at random (HTTP 500, 429 with and without
     ``Retry-After``, reset connections, requests that hang past a 1 s request timeout, malformed 200 bodies), with
-    the default retry budget and backoff, next to the fault-free run of (c); every episode must end solved.
+    the default retry budget and backoff, next to the fault-free run of (c); every episode must end solved;
+(e) episode length: 1, 4, 16 and 40 tool turns per episode at concurrency 64, ours next to the bare loop; targets:
+    client CPU per request <= 0.5 ms at concurrency 64 (process CPU over requests, the engine's, the tool's and
+    the reward's included), the same at 40 tool turns of history as at 1 (ratio <= 1.25), >= 2,000 turns/s end to
+    end, >= 3x the bare loop's turns/s at concurrency 64;
+(f) the client alone: the bare loop with ``OpenAIPolicy`` in place of the SDK's call, 1 and 40 tool turns: CPU
+    per request flat in the length of the history (each message is encoded once, its bytes reused by later turns).
+
+The machine's other load moves every figure: turns/s above all (the server shares the cores), CPU per request less.
 
 Run: ``python bench/bench_rollout.py`` (``--quick`` for a smaller run). Never part of the test suite.
 """
@@ -139,12 +144,19 @@ async def naive_in_process(records: list[dict], registry) -> int:
     return turns
 
 
-async def bare_http(records: list[dict], base_url: str, concurrency: int, model: str = "stub") -> int:
+async def bare_http(records: list[dict], base_url: str, concurrency: int, model: str = "stub",
+                    policy_only: bool = False, client: str = "auto") -> int:
     """Baseline over HTTP: bare ``openai`` calls, ``concurrency`` conversations at once, the tool run inline, no
-    engine; one client with as many connections as conversations (at most 64, as each of ``OpenAIPolicy``'s)."""
+    engine; one client with as many connections as conversations (at most 64, as each of ``OpenAIPolicy``'s).
+
+    ``policy_only``: the same loop with ``OpenAIPolicy`` in place of the SDK's call, so the two differ in the
+    client alone (``client``: ``OpenAIPolicy``'s, ``sdk`` its path for https endpoints and proxies)."""
+    import random
+
     import httpx
     import openai
 
+    from bootcamp_core.episode.policies import OpenAIPolicy
     from bootcamp_core.plugin.loader import get_registry
 
     tool = get_registry().component("tool", "example/calculator")
@@ -154,33 +166,47 @@ async def bare_http(records: list[dict], base_url: str, concurrency: int, model:
         openai.AsyncOpenAI(base_url=base_url, api_key="EMPTY", max_retries=0, http_client=openai.DefaultAsyncHttpxClient(
             limits=httpx.Limits(max_connections=size, max_keepalive_connections=size)))
         for _ in range(max(1, concurrency // 64))
-    ]
+    ] if not policy_only else [None]
+    policy = OpenAIPolicy(api_url=base_url, model=model, client=client) if policy_only else None
     turns = 0
     pending = iter(records)
 
-    async def worker(client) -> None:
+    async def worker(sdk_client) -> None:
         nonlocal turns
+        rng = random.Random(0)
         for record in pending:
             identity = record["reward_model"]["ground_truth"]
             instance_id = await tool.create(None, identity=identity)
             messages = list(record["prompt"])
             while True:
-                completion = await client.chat.completions.create(model=model, messages=messages, tools=schema)
-                turns += 1
-                message = completion.choices[0].message
-                messages.append(message.model_dump(exclude_none=True))
-                if not message.tool_calls:
+                if policy is not None:
+                    # OpenAIPolicy reads no record: none is built, so the loop's own work stays the bare loop's
+                    message = (await policy(messages, schema, None, rng)).message
+                    turns += 1
+                    messages.append(message)
+                    calls = [(call["id"], call["function"]["arguments"]) for call in message.get("tool_calls") or ()]
+                else:
+                    completion = await sdk_client.chat.completions.create(model=model, messages=messages,
+                                                                          tools=schema)
+                    turns += 1
+                    answer = completion.choices[0].message
+                    messages.append(answer.model_dump(exclude_none=True))
+                    calls = [(call.id, call.function.arguments) for call in answer.tool_calls or ()]
+                if not calls:
                     break
-                for call in message.tool_calls:
-                    text, _, _ = await tool.execute(instance_id, json.loads(call.function.arguments))
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+                for call_id, arguments in calls:
+                    text, _, _ = await tool.execute(instance_id, json.loads(arguments))
+                    messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
             await tool.release(instance_id)
 
     async with anyio.create_task_group() as group:
         for index in range(min(concurrency, len(records))):
             group.start_soon(worker, clients[index % len(clients)])
-    for client in clients:
-        await client.close()
+    for sdk_client in clients:
+        if sdk_client is not None:
+            await sdk_client.close()
+    if policy is not None:
+        await policy.aclose()
     return turns
 
 
@@ -310,6 +336,22 @@ def end_to_end(args, records: list[dict], scale: int, registry) -> None:
               f"{by_length[1]['cpu']:.3f} ms = {flat:.2f} (bare loop: "
               f"{by_length[40]['bare_cpu'] / by_length[1]['bare_cpu']:.2f}; target <= 1.25, flat): "
               f"{verdict(flat <= 1.25)}")
+        print("\n== (f) the client alone: the bare loop above with OpenAIPolicy in place of the SDK's call, "
+              "concurrency 64 ==")
+        alone: dict[tuple[str, int], float] = {}
+        for client, path in (("auto", "lean HTTP client (plain http)"), ("sdk", "SDK's raw post (https, proxies)")):
+            for count in (1, 40):
+                episodes = max(64, 2000 * scale // (count + 1))
+                wall, cpu, turns = measure("policy-only", lambda episodes=episodes, count=count, client=client: bare_http(
+                    records[:episodes], base_url, 64, f"stub-t{count}", policy_only=True, client=client))
+                alone[client, count] = cpu / turns * 1e3
+                print(f"{path:<32}, {count:>2} tool turns/episode: {turns} requests, {turns / wall:7,.0f} turns/s, "
+                      f"{alone[client, count]:.3f} ms CPU/request (the bare loop with the SDK's create: "
+                      f"{by_length[count]['bare_cpu']:.3f} ms)")
+        flat = alone["auto", 40] / alone["auto", 1]
+        print(f"(f) client CPU per request, 40 tool turns of history over 1, no engine: {alone['auto', 40]:.3f} / "
+              f"{alone['auto', 1]:.3f} ms = {flat:.2f} (through the SDK's raw post: "
+              f"{alone['sdk', 40] / alone['sdk', 1]:.2f}; target <= 1.25, flat): {verdict(flat <= 1.25)}")
         best_rate = max(row["rate"] for row in (*rows.values(), *by_length.values()))
         print(f"(e3) turns/s end to end, best level: {best_rate:,.0f} (target >= 2,000): {verdict(best_rate >= 2000)}")
         speedup = c64["rate"] / c64["bare_rate"]

@@ -218,6 +218,18 @@ class ChatHTTPClient:
             raise
         return connection, False
 
+    def _take_idle(self, loop: asyncio.AbstractEventLoop) -> _Connection | None:
+        """An idle connection of this event loop that is still open, else ``None``; none while requests wait for
+        one, which get the connections freed first."""
+        if loop is not self._loop or self._waiters:
+            return None
+        while self._idle:
+            connection = self._idle.pop()
+            if not connection.closed:
+                return connection
+            self._open -= 1
+        return None
+
     def _release(self, connection: _Connection, reuse: bool) -> None:
         if reuse and not connection.closed and not self._closed:
             self._idle.append(connection)
@@ -241,8 +253,12 @@ class ChatHTTPClient:
         data = head + b"Content-Length: %d\r\n\r\n" % len(body) + body
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
+        # an idle connection is taken at once; only a new one, or the wait for a free one, needs a timeout (and the
+        # task asyncio.wait_for makes)
+        connection = self._take_idle(loop)
         try:
-            connection, _ = await asyncio.wait_for(self._acquire(), max(0.0, deadline - loop.time()))
+            if connection is None:
+                connection, _ = await asyncio.wait_for(self._acquire(), max(0.0, deadline - loop.time()))
         except TimeoutError:
             raise TimeoutError(f"no connection within {self.timeout_s:g} s") from None
         except OSError as error:

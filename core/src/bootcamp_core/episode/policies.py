@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ from typing import Any
 
 from bootcamp_core.data.records import GeneratedSample
 from bootcamp_core.episode.engine import PolicyTurn
+from bootcamp_core.episode.request_json import OWN_FIELDS, RequestEncoder, encodable, encode_json
 from bootcamp_core.episode.retries import (
     AdaptiveConcurrency,
     RetryableError,
@@ -131,14 +133,17 @@ def parse_extra_params(text: str | None) -> dict:
     return params
 
 
+def _sent(message: dict) -> dict:
+    """A message as sent: without ``reasoning_content``, which some APIs reject in requests (it stays in the
+    trajectory)."""
+    if "reasoning_content" in message:
+        return {key: value for key, value in message.items() if key != "reasoning_content"}
+    return message
+
+
 def _outgoing(messages: list[dict]) -> list[dict]:
-    """Messages as sent: without ``reasoning_content``, which some APIs reject in requests (it stays in the trajectory)."""
-    return [
-        {key: value for key, value in message.items() if key != "reasoning_content"}
-        if "reasoning_content" in message
-        else message
-        for message in messages
-    ]
+    """Messages as sent (:func:`_sent`)."""
+    return [_sent(message) for message in messages]
 
 
 #: What an assistant message of a trajectory keeps of a turn's token ids (``return_token_ids``); never sent back.
@@ -149,14 +154,16 @@ _HELD_BACK = frozenset({"reasoning_content", *TOKEN_ID_KEYS})
 TOKEN_ID_REQUEST = {"return_token_ids": True, "return_prompt_token_ids": True}
 
 
+def _sent_without_ids(message: dict) -> dict:
+    """:func:`_sent` that also holds back the token ids kept on assistant messages."""
+    if message.get("role") == "assistant" or "reasoning_content" in message:
+        return {key: value for key, value in message.items() if key not in _HELD_BACK}
+    return message
+
+
 def _outgoing_without_ids(messages: list[dict]) -> list[dict]:
-    """:func:`_outgoing` that also holds back the token ids kept on assistant messages."""
-    return [
-        {key: value for key, value in message.items() if key not in _HELD_BACK}
-        if message.get("role") == "assistant" or "reasoning_content" in message
-        else message
-        for message in messages
-    ]
+    """Messages as sent (:func:`_sent_without_ids`)."""
+    return [_sent_without_ids(message) for message in messages]
 
 
 def token_ids_of(completion: dict) -> tuple[list[int], list[int]] | None:
@@ -184,9 +191,11 @@ HTTP_CLIENT_ENV = "BOOTCAMP_HTTP_CLIENT"
 class OpenAIPolicy:
     """Any OpenAI-compatible chat-completions endpoint; our retries are the only ones.
 
-    Each turn's request is built once as JSON and, for a plain ``http://`` endpoint without a proxy (local inference
-    servers), sent by :class:`~bootcamp_core.episode.http_client.ChatHTTPClient`; anything else (``https``, a proxy,
-    or ``client="sdk"``) goes through ``AsyncOpenAI``. Either way errors are the SDK's types, classified alike.
+    Each turn's request is built once as JSON. For a plain ``http://`` endpoint without a proxy (local inference
+    servers) it is joined from the bytes of each message, encoded once per episode (so a request costs the same CPU
+    at any length of history: :mod:`~bootcamp_core.episode.request_json`), and sent by
+    :class:`~bootcamp_core.episode.http_client.ChatHTTPClient`; anything else (``https``, a proxy, or
+    ``client="sdk"``) goes through ``AsyncOpenAI``. Either way errors are the SDK's types, classified alike.
     """
 
     def __init__(
@@ -236,6 +245,9 @@ class OpenAIPolicy:
         # where the endpoint is plain http on asyncio; None until the first request, False where it cannot serve.
         # ``client="sdk"`` sends every request through the SDK's ``AsyncOpenAI`` instead.
         self._http: Any = None if client == "auto" else False
+        # the lean path's request bodies: each message of an episode's history encoded once, its bytes reused by
+        # the episode's later turns (at most two conversations per request in flight remembered)
+        self._encoder: Any = None
 
     def _new_client(self) -> Any:
         import httpx
@@ -305,11 +317,18 @@ class OpenAIPolicy:
                 self._http = False
         return self._http
 
-    async def _post(self, payload: dict, headers: dict | None) -> dict:
+    def _body(self, messages: list[dict], tools: list[dict], fields: dict) -> bytes:
+        """A turn's request as JSON bytes, the history's messages encoded once per episode (see
+        :mod:`bootcamp_core.episode.request_json`)."""
+        if self._encoder is None or self._encoder[0] != self.return_token_ids:
+            self._encoder = (self.return_token_ids, RequestEncoder(
+                _sent_without_ids if self.return_token_ids else _sent, capacity=max(64, 2 * self.concurrency.ceiling)))
+        return self._encoder[1].encode(self.model, messages, tools, fields)
+
+    async def _post(self, body: bytes, headers: dict | None) -> dict:
         """One chat completion through the lean client: the answer's JSON, or the SDK's error for what went wrong."""
         import openai
 
-        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         try:
             status, answer_headers, content = await self._http.post(body, headers)
         except TimeoutError:
@@ -347,8 +366,17 @@ class OpenAIPolicy:
 
             return openai.APIStatusError(message, response=response, body=data)
 
-    async def _request(self, payload: dict, headers: dict | None = None) -> Any:
-        """``payload``'s chat completion as a dict, or the retry layer's error for what went wrong."""
+    async def _create(self, index: int, payload: dict, headers: dict | None) -> Any:
+        """``payload`` sent through the SDK's ``AsyncOpenAI`` number ``index``."""
+        kwargs = {key: value for key, value in payload.items() if key in ("model", "messages", "tools")}
+        extra_body = {key: value for key, value in payload.items() if key not in kwargs}
+        return await self._clients[index].chat.completions.create(
+            **kwargs, **({"extra_body": extra_body} if extra_body else {}),
+            **({"extra_headers": headers} if headers else {}))
+
+    async def _request(self, payload: dict | None, headers: dict | None = None, body: bytes | None = None) -> Any:
+        """The chat completion of ``payload`` (or of ``body``, the same request already encoded for the lean
+        client) as a dict, or the retry layer's error for what went wrong."""
         import openai
 
         round_ = await self.concurrency.acquire()
@@ -356,14 +384,24 @@ class OpenAIPolicy:
         index = -1
         try:
             if self._fast_client():
-                return _checked(await self._post(payload, headers), self.api_url)
+                if body is None:
+                    body = encode_json(payload)
+                return _checked(await self._post(body, headers), self.api_url)
             index = self._pick()
             self._in_flight[index] += 1
-            kwargs = {key: value for key, value in payload.items() if key in ("model", "messages", "tools")}
-            extra_body = {key: value for key, value in payload.items() if key not in kwargs}
-            completion = await self._clients[index].chat.completions.create(
-                **kwargs, **({"extra_body": extra_body} if extra_body else {}),
-                **({"extra_headers": headers} if headers else {}))
+            if body is not None:
+                # the SDK's raw interface: its HTTP, headers and errors, without validating and transforming the
+                # whole history on every request
+                import httpx
+
+                response = await self._clients[index].post(
+                    "/chat/completions", cast_to=httpx.Response, content=body,
+                    options={"headers": headers} if headers else {})
+                return _checked(json.loads(response.content), self.api_url)  # a ValueError on a body cut short
+            try:
+                completion = await self._create(index, payload, headers)
+            except UnicodeEncodeError:  # a lone surrogate in the history, which httpx cannot encode: as the lean path
+                completion = await self._create(index, encodable(payload), headers)
             if hasattr(completion, "model_dump"):  # the SDK's model, its extra fields (reasoning_content) included
                 completion = completion.model_dump(warnings=False)
             return _checked(completion, self.api_url)
@@ -403,20 +441,28 @@ class OpenAIPolicy:
         """One chat completion, retried on infrastructure failures; the answer as an assistant message.
 
         Raises :class:`InfrastructureError` when the endpoint keeps failing (connection, timeout, 429, 5xx or a
-        malformed answer until the retry budget is spent; 401/403/404 and other 4xx at once) and :class:`ModelError` when it rejects the request itself
-        (:data:`MODEL_ERROR_STATUSES`), which no retry or resume can change.
+        malformed answer until the retry budget is spent; 401/403/404 and other 4xx at once) and :class:`ModelError`
+        when it rejects the request itself (:data:`MODEL_ERROR_STATUSES`), which no retry or resume can change.
         """
-        payload: dict[str, Any] = {"model": self.model,
-                                   "messages": (_outgoing_without_ids if self.return_token_ids else _outgoing)(messages)}
-        if tools:
-            payload["tools"] = tools
-        if self.return_token_ids:
-            payload.update(TOKEN_ID_REQUEST)
-        if self.extra_params:
-            payload.update(self.extra_params)  # any key the server takes, unvetted, as the SDK's extra_body
+        fields: dict[str, Any] = dict(TOKEN_ID_REQUEST) if self.return_token_ids else {}
+        fields.update(self.extra_params)  # any key the server takes, unvetted, as the SDK's extra_body
+        payload: dict[str, Any] | None = None
+        body: bytes | None = None
+        incremental = (bool(self._fast_client()) or _sdk_takes_bytes()) and OWN_FIELDS.isdisjoint(fields)
+        if not incremental:
+            payload = {"model": self.model,
+                       "messages": (_outgoing_without_ids if self.return_token_ids else _outgoing)(messages)}
+            if tools:
+                payload["tools"] = tools
+            payload.update(fields)
 
         async def attempt() -> Any:
-            return await self._request(payload)
+            nonlocal body
+            if incremental and body is None:
+                # in the first attempt, so that a history that is no JSON fails like any request that cannot be
+                # sent: an infrastructure error at once, never retried
+                body = self._body(messages, tools, fields)
+            return await self._request(payload, body=body)
 
         completion = await with_retries(attempt, self.retry, rng, describe=self._describe, what="chat completion",
                                         stats=self.retry_stats)
@@ -523,6 +569,17 @@ def _checked(completion: Any, url: str) -> dict:
         return completion
     raise RetryableError(f"{url} answered with {problem}", subject=f"malformed answer from {url}",
                          detail=problem, kind="malformed_response")
+
+
+@functools.cache
+def _sdk_takes_bytes() -> bool:
+    """Whether the installed SDK's raw ``post`` sends prepared bytes (``content=``; newer releases than the oldest
+    we support); where it does not, requests go through ``chat.completions.create``."""
+    import inspect
+
+    import openai
+
+    return "content" in inspect.signature(openai.AsyncOpenAI.post).parameters
 
 
 def _user_agent() -> str:
