@@ -4,6 +4,7 @@ two CPUs (so two worker processes), no dashboard; stopped afterwards by its own 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -48,50 +49,83 @@ class LocalCluster:
         return [path for path in self.temp_dir.rglob("*") if path.is_file() and "logs" in path.parts]
 
 
-@pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[LocalCluster]:
+def _stop(head: subprocess.Popen, cluster: LocalCluster) -> None:
+    """The head first (it stops what it started), then whatever is left, by process id; then its directory."""
+    processes = cluster.processes()
+    head.terminate()
+    _, alive = psutil.wait_procs(processes, timeout=5)
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=10)
+    head.wait(timeout=15)
+    shutil.rmtree(cluster.temp_dir, ignore_errors=True)
+
+
+def _start(env: dict[str, str]) -> tuple[subprocess.Popen, LocalCluster]:
+    """A head node that runs a task, or an error saying why not."""
     # short: Ray's socket paths live under it and a Unix socket path has a length limit
     temp_dir = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp" if os.path.isdir("/tmp") else None))
     port = _free_port()
     ray_cli = Path(sys.executable).with_name("ray")
-    env = {**os.environ, "BOOTCAMP_LOAD_PLUGINS": "example", "BOOTCAMP_STRICT_PLUGINS": "1",
-           "RAY_USAGE_STATS_ENABLED": "0"}
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("RAY_ADDRESS", None)
+    # every port of its own: the defaults (agent, metrics, Ray Client) would clash with another cluster on the machine
+    ports = [argument for flag in ("--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
+                                   "--metrics-export-port", "--runtime-env-agent-port", "--ray-client-server-port")
+             for argument in (flag, str(_free_port()))]
     # --block keeps the head process in the foreground: every process of the cluster descends from it
     head = subprocess.Popen(
         [str(ray_cli), "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port),
-         "--temp-dir", str(temp_dir), "--num-cpus", "2", "--include-dashboard=false", "--disable-usage-stats"],
+         "--temp-dir", str(temp_dir), "--num-cpus", "2", "--include-dashboard=false", "--disable-usage-stats",
+         *ports],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
-    address = f"127.0.0.1:{port}"
+    cluster = LocalCluster(f"127.0.0.1:{port}", temp_dir, psutil.Process(head.pid))
     deadline = time.monotonic() + 120  # a hang watchdog: the machine may be busy
     while True:
         if head.poll() is not None:
+            _stop(head, cluster)
             raise RuntimeError(f"ray start exited with {head.returncode}")
         if any(path.name == "raylet.out" for path in temp_dir.rglob("raylet.out")):
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", port)) == 0:
                     break
         if time.monotonic() > deadline:
-            head.kill()
+            _stop(head, cluster)
             raise RuntimeError("the local Ray cluster did not come up")
         time.sleep(0.2)
-    cluster = LocalCluster(address, temp_dir, psutil.Process(head.pid))
+    # the GCS answering is not the node being up: a task run through it is
+    probe = (f"import ray; ray.init(address={cluster.address!r}, logging_level='ERROR', log_to_driver=False);"
+             "assert ray.get(ray.remote(lambda: 1).remote(), timeout=120) == 1")
+    try:
+        ran = subprocess.run([sys.executable, "-c", probe], env=env, check=False, capture_output=True, text=True,
+                             timeout=180)
+    except subprocess.TimeoutExpired:
+        ran = None
+    if ran is None or ran.returncode != 0 or head.poll() is not None:
+        _stop(head, cluster)
+        why = "no answer" if ran is None else (ran.stderr.strip().splitlines() or ["?"])[-1]
+        raise RuntimeError(f"the local Ray cluster does not run tasks: {why}")
+    return head, cluster
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[LocalCluster]:
+    env = {**os.environ, "BOOTCAMP_LOAD_PLUGINS": "example", "BOOTCAMP_STRICT_PLUGINS": "1",
+           "RAY_USAGE_STATS_ENABLED": "0",
+           # how long the raylet waits for its agents' ports: on a busy machine they can take longer than Ray's default
+           "RAY_agent_register_timeout_ms": "120000"}
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("RAY_ADDRESS", None)
+    try:
+        head, cluster = _start(env)
+    except RuntimeError:  # a busy machine can fail one start (a timed-out agent); a second failure is reported
+        head, cluster = _start(env)
     try:
         yield cluster
     finally:
-        processes = cluster.processes()
-        # the head first (it stops what it started), then whatever is left, by process id
-        head.terminate()
-        _, alive = psutil.wait_procs(processes, timeout=5)
-        for process in alive:
-            try:
-                process.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(alive, timeout=10)
-        head.wait(timeout=15)
+        _stop(head, cluster)
 
 
 @pytest.fixture(scope="session")

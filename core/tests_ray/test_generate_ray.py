@@ -71,7 +71,8 @@ def test_the_command_with_ray_matches_the_command_without(tmp_path: Path, ray_cl
 
 
 def test_commands_without_ray_never_import_it(only_example):
-    probe = ("import sys, bootcamp_core, bootcamp_core.cli.generate, bootcamp_core.cli.main;"
+    probe = ("import sys, bootcamp_core, bootcamp_core.cli.generate, bootcamp_core.cli.eval, bootcamp_core.cli.main,"
+             " bootcamp_core.evaluate.run;"
              "assert not [name for name in sys.modules if name == 'ray' or name.startswith('ray.')], 'ray imported'")
     result = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

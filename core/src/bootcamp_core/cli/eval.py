@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bootcamp_core.cli.helpers import add_flag
+from bootcamp_core.cli.helpers import add_flag, add_ray_flags
 
 HELP = "evaluate a model or reference agents on a dataset: results.jsonl, summary, report.html"
 DESCRIPTION = """\
@@ -119,6 +119,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing results.jsonl in --output-dir")
     parser.add_argument("--verbose", "-v", action="store_true", help="a line per finished episode")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    add_ray_flags(parser, "run the episodes in Ray actors, results written here as in a local run",
+                  ("--ray-actors", "actors running episodes (default: the cluster's CPUs)"),
+                  ("--ray-concurrency",
+                   "episodes at once per actor (default: --max-concurrent shared among the actors)"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -183,8 +187,15 @@ def run(args: argparse.Namespace) -> int:
         max_infra_error_rate=args.max_infra_error_rate,
         preflight=not args.no_preflight,
     )
+    ray_flags = [flag for flag, value in (("--ray-actors", args.ray_actors),
+                                          ("--ray-concurrency", args.ray_concurrency)) if value is not None]
+    if ray_flags and args.ray is None:
+        raise ConfigError(f"{ray_flags[0]} needs --ray")
     try:
-        summary = run_evaluation(config, progress=not args.quiet)
+        if args.ray is not None and not args.dry_run:
+            summary = _run_on_ray(config, args)
+        else:
+            summary = run_evaluation(config, progress=not args.quiet)
     except KeyboardInterrupt:
         if not args.dry_run:
             print(f"resume with: {resume_command(args)}", file=sys.stderr)
@@ -207,6 +218,20 @@ def run(args: argparse.Namespace) -> int:
 
     print_generator_table(summary, title="bootcamp eval: by data source and generator")
     return infrastructure_verdict(summary)
+
+
+def _run_on_ray(config: object, args: argparse.Namespace) -> dict:
+    """The evaluation with its episodes in Ray actors (:mod:`bootcamp_core.scale.evaluate`)."""
+    from bootcamp_core.evaluate.run import run_evaluation
+    from bootcamp_core.scale.cluster import connected
+    from bootcamp_core.scale.evaluate import RayEpisodes
+
+    with connected(args.ray) as ray:
+        runner = RayEpisodes(ray, actors=args.ray_actors, concurrency=args.ray_concurrency)
+        summary = run_evaluation(config, progress=not args.quiet, runner=runner)
+    print(f"ray: {runner.actors} actors x {runner.concurrency} episodes at once, results from "
+          f"{len(runner.worker_pids)} worker processes; {runner.lost} episodes on a lost worker", file=sys.stderr)
+    return summary
 
 
 def infrastructure_verdict(summary: dict) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from bootcamp_core.cli.helpers import add_flag
+from bootcamp_core.cli.helpers import add_flag, add_ray_flags
 
 HELP = "generate a dataset from bootcamps"
 DESCRIPTION = """\
@@ -39,12 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              help="also concatenate every bootcamp's files into all_<split>.*")
     add_flag(parser, "--continue-on-error", action="store_true", help="a failing bootcamp does not stop the others")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                        help="generate ranges of records as Ray tasks, written here in order (byte-identical to a "
-                             "local run): no value starts a local Ray (or joins RAY_ADDRESS), `auto` joins a running "
-                             "cluster, ray://HOST:PORT uses Ray Client; needs bootcamp-core[ray]")
-    add_flag(parser, "--ray-tasks", type=int, metavar="N",
-             help="with --ray: ranges in flight at once (default: twice the cluster's CPUs)")
+    add_ray_flags(parser, "generate ranges of records as Ray tasks, written here in order (byte-identical to a "
+                          "local run)", ("--ray-tasks", "ranges in flight at once (default: twice the cluster's CPUs)"))
 
 
 def _overrides(args: argparse.Namespace) -> dict:

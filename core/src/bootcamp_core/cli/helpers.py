@@ -66,6 +66,16 @@ def add_flag(parser: Any, *flags: str, field: str | None = None, **kwargs: Any) 
     return action
 
 
+
+def add_ray_flags(parser: Any, purpose: str, *counts: tuple[str, str]) -> None:
+    """``--ray [ADDRESS]`` (Ray's address forms) with ``purpose`` first in its help, then each ``(flag, help)`` of
+    ``counts`` as an integer flag that applies with ``--ray``."""
+    parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                        help=f"{purpose}: no value starts a local Ray (or joins RAY_ADDRESS), `auto` joins a running "
+                             "cluster, ray://HOST:PORT uses Ray Client; needs bootcamp-core[ray]")
+    for flag, text in counts:
+        add_flag(parser, flag, type=int, metavar="N", help=f"with --ray: {text}")
+
 def flags_by_field(parser: argparse.ArgumentParser) -> dict[str, str]:
     """{library field: the flag that sets it} of a parser and the subcommands under it."""
     flags: dict[str, str] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bootcamp_core.cli.helpers import add_flag
+from bootcamp_core.cli.helpers import add_flag, add_ray_flags
 from bootcamp_core.plugin.errors import ConfigError
 
 HELP = "serve bootcamp tools over HTTP: master, workers, or both (unified)"
@@ -60,14 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "(like InternBootcamp's *_with_server_urls.yaml; bootcamp eval --tool-config PATH then runs tools here)")
     add_flag(parser, "--access-log", action="store_true", help="log one line per request (never bodies)")
     add_flag(parser, "--keep-running", action="store_true", help=argparse.SUPPRESS)  # InternBootcamp's; always so
-    parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                        help="serve the tools from Ray actors instead of worker processes: no value starts a local "
-                             "Ray (or joins RAY_ADDRESS), `auto` joins a running cluster, ray://HOST:PORT uses Ray "
-                             "Client; needs bootcamp-core[ray]")
-    add_flag(parser, "--ray-actors", type=int, metavar="N",
-             help="with --ray: tool actors (default: the cluster's CPUs)")
-    add_flag(parser, "--ray-concurrency", type=int, metavar="N",
-             help="with --ray: tool calls at once per actor (default: 64)")
+    add_ray_flags(parser, "serve the tools from Ray actors instead of worker processes",
+                  ("--ray-actors", "tool actors (default: the cluster's CPUs)"),
+                  ("--ray-concurrency", "tool calls at once per actor (default: 64)"))
 
 
 def run(args: argparse.Namespace) -> int:

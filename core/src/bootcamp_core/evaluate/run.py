@@ -104,18 +104,22 @@ async def _check_policy(policy: Any, representatives: list[dict]) -> None:
             raise PreflightError(str(error), kind=error.kind) from None
 
 
-async def evaluate(config: EvalConfig, *, registry: Any = None, policy: Any = None, progress: bool = True) -> dict:
+async def evaluate(config: EvalConfig, *, registry: Any = None, policy: Any = None, progress: bool = True,
+                   runner: Any = None) -> dict:
     """Run (or, with ``dry_run``, only check) an evaluation; returns the summary (see the module docstring).
 
     ``policy`` replaces the one the config describes (it is not closed here); ``registry`` defaults to the
     installed plugins. A dry run checks that every selected record's generator, tools, interaction and reward
     resolve, and the policy (reference agents exist / one request to the endpoint); it writes nothing and returns
     ``{"dry_run": True, "records", "episodes", "generators"}``.
+
+    ``runner`` runs the episodes elsewhere (:class:`bootcamp_core.scale.evaluate.RayEpisodes`: in Ray actors); the
+    selection, results file, re-runs and summary stay here, as in a local run.
     """
     redactor = Redactor(config.secrets())
     with MaskedLogs(redactor):
         try:
-            return await _evaluate(config, registry, policy, progress, redactor)
+            return await _evaluate(config, registry, policy, progress, redactor, runner)
         except BootcampError as error:
             # a server may echo a credential into an error message, which the CLI prints
             message = mask_urls(redactor.text(str(error)))
@@ -144,7 +148,8 @@ async def _make_policy(config: EvalConfig, registry: Any) -> Any:
                        max_concurrency=config.max_concurrent, return_token_ids=config.return_token_ids)
 
 
-async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bool, redactor: Redactor) -> dict:
+async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bool, redactor: Redactor,
+                    runner: Any = None) -> dict:
     from bootcamp_core.plugin.loader import get_registry
 
     registry = registry or get_registry()
@@ -183,7 +188,7 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
         results = config.resume_from if config.resume_from is not None else config.output_dir / RESULTS_NAME
         with ResultsLock(results):  # a second run on the same results file is refused while this one runs
             return await _run(config, registry, policy, components, template, selected, check.count, progress,
-                              redactor)
+                              redactor, runner)
     finally:
         if own_policy and hasattr(policy, "aclose"):
             await policy.aclose()
@@ -248,7 +253,7 @@ async def _offered(backend: Any, entry: dict, where: str) -> set[str]:
 
 
 async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict, template: ChatTemplate | None,
-               selected: Any, count: int, progress: bool, redactor: Redactor) -> dict:
+               selected: Any, count: int, progress: bool, redactor: Redactor, runner: Any = None) -> dict:
     output_dir = config.output_dir
     output_dir.mkdir(parents=True, exist_ok=True)
     if config.resume_from is not None:
@@ -315,11 +320,14 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
         async with stream:
             async for record, repeat, key in stream:
                 try:
-                    result = await run_episode(
-                        record, policy, registry=registry, limits=limits_of(record), system_prompt=config.system_prompt,
-                        verify_kwargs=dict(config.verify_kwargs), component_config=components, repeat=repeat,
-                        evaluation_config=public, episode_key=key,
-                    )
+                    if runner is not None:
+                        result = await runner.run(record, repeat, key, limits_of(record))
+                    else:
+                        result = await run_episode(
+                            record, policy, registry=registry, limits=limits_of(record),
+                            system_prompt=config.system_prompt, verify_kwargs=dict(config.verify_kwargs),
+                            component_config=components, repeat=repeat, evaluation_config=public, episode_key=key,
+                        )
                 except Exception as error:  # run_episode reports failures itself; this is the last line of defence
                     key = key or episode_id(record, repeat)
                     logger.warning("episode %s crashed: %s: %s", key, type(error).__name__, error)
@@ -352,15 +360,18 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
     write_failures: list[ConfigError] = []
     retries = getattr(policy, "retry_stats", None)
     retries_before = retries.to_dict() if retries is not None else None  # a policy given may have run before
+    concurrent = config.max_concurrent
     try:
+        if runner is not None:  # its workers run the episodes and the policy's requests: as many at once as they take
+            concurrent = await runner.start(config, components, public)
         with Progress(stats, progress) as bar:
             episodes: Any = first_round()
             while True:
                 last_round = rounds_left == 0
-                send, receive = anyio.create_memory_object_stream[tuple[dict, int, str | None]](config.max_concurrent)
+                send, receive = anyio.create_memory_object_stream[tuple[dict, int, str | None]](concurrent)
                 async with anyio.create_task_group() as group:
                     group.start_soon(produce, send, episodes)
-                    for _ in range(config.max_concurrent):
+                    for _ in range(concurrent):
                         group.start_soon(work, bar, receive.clone(), last_round)
                     receive.close()  # the workers hold clones; the stream ends when they all do
                 if write_failures:
@@ -371,8 +382,12 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
                 reruns += len(episodes)
                 rounds_left -= 1
                 logger.info("running %d episode(s) again that ended in an infrastructure error", len(episodes))
+        if runner is not None:
+            this_run_extra = await runner.finish()
     finally:
         writer.close()
+        if runner is not None:
+            runner.close()
 
     from bootcamp_core.evaluate.report import ReportParts
 
@@ -392,6 +407,9 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
                                                   if concurrency is not None else config.max_concurrent),
                            "skipped_as_finished": count * config.repeats - total,
                            "duration_s": round(time.monotonic() - stats.started, 3)}
+    if runner is not None:  # the workers' retries, the episodes run again after a worker was lost, where they ran
+        summary["this_run"]["reruns"] += this_run_extra.pop("reruns", 0)
+        summary["this_run"].update(this_run_extra)
     _warn_turn_limits(summary)
     write_summary(output_dir, summary, parts=parts)
     return summary
@@ -456,5 +474,5 @@ def _finished_among(selected: Any, finished: set[str], repeats: int) -> int:
 
 
 def run_evaluation(config: EvalConfig, **kwargs: Any) -> dict:
-    """:func:`evaluate` from synchronous code."""
+    """:func:`evaluate` from synchronous code (the same keyword arguments)."""
     return anyio.run(lambda: evaluate(config, **kwargs))

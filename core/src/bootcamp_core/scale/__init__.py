@@ -1,2 +1,3 @@
 """Distributed backends on an existing engine (Ray), imported only when asked for: joining a cluster
-(:mod:`.cluster`) and generation as Ray tasks (:mod:`.generate`)."""
+(:mod:`.cluster`), generation as Ray tasks (:mod:`.generate`), evaluation in Ray actors (:mod:`.evaluate`) and tool
+workers as Ray actors (:mod:`.tools`)."""
