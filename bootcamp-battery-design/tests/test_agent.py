@@ -153,4 +153,4 @@ def test_solves_at_least_95_percent_of_40_seeded_tasks(registry: Registry, simul
           f"simulator cache hit rate {hit_rate:.2f}")
     assert all(result.success and result.turn_record["tool_calls"] <= result.ground_truth["budget"]
                for result in results)
-    assert solved >= 34  # measured 36: the reference agent solves about 90% of the default tasks
+    assert solved >= 38  # 95%; measured 39 (0.3.0, with a heavier prior: 36)

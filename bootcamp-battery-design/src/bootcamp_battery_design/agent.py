@@ -41,7 +41,10 @@ START = (0.35, 0.5, 0.2, 0.0)
 #: above ambient (the same changes run hotter).
 ENERGY_PRIOR = (25.0, -15.0, -5.0, -13.0)
 HEAT_PRIOR = (0.9, -0.45, -0.2, -0.13)
-PRIOR_WEIGHT = 0.5
+#: Weight of the prior slopes against the results: small, so that the designs simulated so far decide as soon as
+#: there are a few of them (the prior only steers the first steps and the directions not yet explored). Chosen on
+#: 40 train-split tasks (0.5: 34/40 solved, 0.1: 38/40, 0.05: 39/40, 0.02: 40/40) and confirmed on the test split.
+PRIOR_WEIGHT = 0.02
 #: Designs closer than this (normalised) to one already tried are not proposed again.
 MIN_SPACING = 0.015
 
