@@ -1,7 +1,8 @@
 """Generation and evaluation on Ray against a local run, in the same run.
 
-Generation: records/s of each, the overhead ratio, and the driver's peak memory growth (it holds at most
-``--ray-tasks`` ranges, so it stays flat as the record count grows). Evaluation: episodes/s of ``bootcamp eval``
+Generation: records/s of each, the overhead ratio, and the driver's peak resident memory above its level before
+the run (it holds at most ``--ray-tasks`` ranges, so it stays flat as the record count grows: compare
+``--records 100000`` with ``--records 1000000``). Evaluation: episodes/s of ``bootcamp eval``
 locally and with ``--ray`` at the same number of episodes at once (the overhead ratio), then with 1, 2, 4 ...
 actors of ``--per-actor`` episodes each (the scaling).
 
@@ -23,6 +24,7 @@ import argparse
 import os
 import resource
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -53,6 +55,38 @@ def main() -> None:
         raise SystemExit(1)
 
 
+class RssPeak:
+    """The driver's peak resident memory above its level at entry, sampled every 20 ms (``/proc/self/statm``, so
+    an earlier, higher peak of this process cannot hide growth the way ``ru_maxrss`` would); 0 where there is no
+    ``/proc``."""
+
+    def __init__(self) -> None:
+        self.grown_mib = 0.0
+        self._stop = threading.Event()
+
+    @staticmethod
+    def _rss() -> int:
+        try:
+            with open("/proc/self/statm") as handle:
+                return int(handle.read().split()[1]) * resource.getpagesize()
+        except OSError:
+            return 0
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.02):
+            self.grown_mib = max(self.grown_mib, (self._rss() - self._start) / 2**20)
+
+    def __enter__(self) -> RssPeak:  # noqa: PYI034 (typing.Self needs Python 3.11)
+        self._start = self._rss()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def bench_generation(args: argparse.Namespace, registry: object, scratch: Path) -> list[str]:
     from bootcamp_core.data.generate import config_for_bootcamp, generate_many
     from bootcamp_core.scale.generate import generate_many as generate_on_ray
@@ -64,11 +98,11 @@ def bench_generation(args: argparse.Namespace, registry: object, scratch: Path) 
     print(f"generate, local (one process): {local:,.0f} records/s")
     verdicts = []
     for tasks in (int(item) for item in args.tasks.split(",")):
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.perf_counter()
-        generate_on_ray([config], scratch / f"ray{tasks}", in_flight=tasks, registry=registry)
+        with RssPeak() as peak:
+            generate_on_ray([config], scratch / f"ray{tasks}", in_flight=tasks, registry=registry)
         rate = args.records / (time.perf_counter() - started)
-        grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+        grown = peak.grown_mib
         same = (scratch / f"ray{tasks}" / "example_train.jsonl").read_bytes() == (
             scratch / "local" / "example_train.jsonl").read_bytes()
         print(f"generate, ray, {tasks} ranges in flight: {rate:,.0f} records/s ({rate / local:.2f}x local), "

@@ -20,6 +20,9 @@ ALLOWED = {
     "core/src/bootcamp_core/cli/new.py": "the template's source files, to rename the template's namespace",
     "core/src/bootcamp_core/plugin/ids.py": "namespaces and component names declared by plugins",
     "core/src/bootcamp_core/serve/client.py": "tool ids and server URLs from the user's configuration",
+    "core/src/bootcamp_core/scale/tools.py": "tool ids and served tool names from the user's configuration",
+    "bootcamp-reasoning-gym/src/bootcamp_reasoning_gym/datasets.py":
+        "reasoning-gym's own verifier source, to find the verifiers that evaluate model text",
     "bootcamp-texas-holdem/src/bootcamp_texas_holdem/agent.py":
         "the table's own text (cards, pot, legal actions) that the reference agent plays from",
     "bootcamp-texas-holdem/src/bootcamp_texas_holdem/shortcuts.py":

@@ -59,6 +59,9 @@ _LAZY = {
     "RecordSchema": "bootcamp_core.data.schema",
     "RecordField": "bootcamp_core.data.schema:Field",
     "tool_server_client": "bootcamp_core.serve.client:client_for",
+    # where a tool-config entry's `type:` runs its tool (remote, mcp, ray), and the Ray tool actors' own API
+    "tool_backend": "bootcamp_core.plugin.backends",
+    "ToolActors": "bootcamp_core.scale.tools",
     # the functions behind `bootcamp generate` and `bootcamp eval`, for scripts (the README's Python API)
     "config_for_bootcamp": "bootcamp_core.data.generate",
     # not "generate": bootcamp_core.generate is the old module path, whose import would rebind that name

@@ -63,7 +63,7 @@ def test_an_episode_runs_on_tool_actors_of_verls_ray_job(local_ray, ray_export, 
                                                          scripted_server, call):
     from verl.tools.tool_registry import initialize_tools_from_config
 
-    from bootcamp_core.scale.tools import ToolActors
+    from bootcamp_core import ToolActors
 
     tools = {tool.name: tool for tool in initialize_tools_from_config(str(ray_export.tool_config))}
     assert {type(tool.tool).__name__ for tool in tools.values()} == {"RayTool_example_calculator",

@@ -398,6 +398,9 @@ class Conformance:
     seeds: ClassVar[tuple[int, ...]] = (0, 1, 2)
     #: Records generated per split for the determinism checks.
     samples: ClassVar[int] = 12
+    #: The instruction config YAML the checks generate from (its ``split_samples`` set by ``samples``); None: the
+    #: bootcamp's default config.
+    config_path: ClassVar[str | os.PathLike | None] = None
     #: Unanswered turns an interaction may take before it must have ended the episode.
     interaction_turn_limit: ClassVar[int] = 20
     #: Random garbage outputs each reward scores, on top of :data:`GARBAGE`.
@@ -417,11 +420,15 @@ class Conformance:
         return None
 
     def instruction_config(self, registry: Registry) -> InstructionConfig:
-        """The config the checks generate from: the bootcamp's default, small and seeded."""
-        from bootcamp_core.data.config import parse_instruction_config
+        """The config the checks generate from: the bootcamp's default (or :attr:`config_path`), small and seeded."""
+        from bootcamp_core.data.config import load_yaml, parse_instruction_config
         from bootcamp_core.data.generate import default_config_for
 
-        data, path = default_config_for(self.namespace, registry)
+        if self.config_path is not None:
+            path = Path(self.config_path)
+            data = load_yaml(path)
+        else:
+            data, path = default_config_for(self.namespace, registry)
         return parse_instruction_config(
             data, path=path, name=self.namespace, namespace=self.namespace,
             overrides={"split_samples": {"train": self.samples, "test": max(2, self.samples // 4)},

@@ -617,9 +617,6 @@ def tool(tool_id: str, config: Mapping[str, Any]) -> Any:
     return pool.tool(str(config.get("tool_id") or tool_id), schema, call_timeout_s=config.get("call_timeout_s"))
 
 
-#: the name plugins use for :func:`tool`
-ray_tool = tool
-
 
 async def served_tools(config: Mapping[str, Any]) -> set[str]:
     """The tool ids the pool of ``config`` serves, once its actors have started."""

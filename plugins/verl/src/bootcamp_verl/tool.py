@@ -178,12 +178,12 @@ class BootcampTool(BaseTool):
         if config.get("url") or config.get("tool_config"):
             raise ConfigError(f"tool {tool_id}: a tool on Ray actors takes its constructor config from "
                               "ray_tools.tools; give neither url nor tool_config")
-        from bootcamp_core.scale.tools import ray_tool
+        from bootcamp_core import tool_backend
 
         entry = {**ray_tools, "type": "ray", "call_timeout_s": call_timeout_s}
         if tool_schema is not None:
             entry["schema"] = {**tool_schema.model_dump(), "parallel_safe": bool(config.get("parallel_safe", False))}
-        return ray_tool(tool_id, entry)
+        return tool_backend("ray").tool(tool_id, entry)
 
     def _sweep_interval(self) -> float:
         return min(SWEEP_INTERVAL_S, self.idle_timeout_s / 2)
