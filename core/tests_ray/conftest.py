@@ -35,8 +35,10 @@ def _free_port() -> int:
 
 
 class LocalCluster:
-    def __init__(self, address: str, temp_dir: Path, head: psutil.Process) -> None:
+    def __init__(self, address: str, temp_dir: Path, head: psutil.Process, client_address: str = "") -> None:
         self.address, self.temp_dir, self.head = address, temp_dir, head
+        #: ray://127.0.0.1:PORT, the head's Ray Client server
+        self.client_address = client_address
 
     def processes(self) -> list[psutil.Process]:
         """The head process and everything it started (GCS, raylet, workers), by process id."""
@@ -71,9 +73,10 @@ def _start(env: dict[str, str]) -> tuple[subprocess.Popen, LocalCluster]:
     port = _free_port()
     ray_cli = Path(sys.executable).with_name("ray")
     # every port of its own: the defaults (agent, metrics, Ray Client) would clash with another cluster on the machine
+    client_port = _free_port()
     ports = [argument for flag in ("--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
-                                   "--metrics-export-port", "--runtime-env-agent-port", "--ray-client-server-port")
-             for argument in (flag, str(_free_port()))]
+                                   "--metrics-export-port", "--runtime-env-agent-port")
+             for argument in (flag, str(_free_port()))] + ["--ray-client-server-port", str(client_port)]
     # --block keeps the head process in the foreground: every process of the cluster descends from it
     head = subprocess.Popen(
         [str(ray_cli), "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port),
@@ -81,7 +84,7 @@ def _start(env: dict[str, str]) -> tuple[subprocess.Popen, LocalCluster]:
          *ports],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
-    cluster = LocalCluster(f"127.0.0.1:{port}", temp_dir, psutil.Process(head.pid))
+    cluster = LocalCluster(f"127.0.0.1:{port}", temp_dir, psutil.Process(head.pid), f"ray://127.0.0.1:{client_port}")
     deadline = time.monotonic() + 120  # a hang watchdog: the machine may be busy
     while True:
         if head.poll() is not None:

@@ -186,3 +186,16 @@ def test_a_pool_of_no_actors_is_refused():
     with pytest.raises(ConfigError, match="--ray-concurrency must be at least 1"):
         RayEpisodes(None, concurrency=0)
 
+
+
+def test_an_evaluation_through_ray_client_scores_as_the_local_run(tmp_path: Path, ray_cluster, example_registry):
+    """``--ray ray://HOST:PORT``: the driver is a Ray Client of the cluster's head, and the results are the same."""
+    dataset = make_dataset(example_registry, tmp_path / "data", 6)
+    with ScriptedChatServer(solver()) as server:
+        local = run_evaluation(eval_config(dataset, tmp_path / "local", server, max_concurrent=2), progress=False)
+        with connected(ray_cluster.client_address) as ray:
+            runner = RayEpisodes(ray, actors=2, concurrency=2)
+            on_ray = run_evaluation(eval_config(dataset, tmp_path / "ray", server), progress=False, runner=runner)
+    assert scores_of(tmp_path / "ray" / "results.jsonl") == scores_of(tmp_path / "local" / "results.jsonl")
+    assert on_ray["overall"]["mean_score"] == local["overall"]["mean_score"]
+    assert on_ray["this_run"]["episodes"] == 6 and on_ray["this_run"]["ray"]["actors"] == 2

@@ -59,12 +59,16 @@ def test_ray_tasks_write_the_bytes_of_a_local_run(tmp_path: Path, ray_cluster, e
 def test_the_command_with_ray_matches_the_command_without(tmp_path: Path, ray_cluster, only_example):
     common = ["--bootcamp", "example", "--split-samples", "train:120,test:9", "--shuffle", "--seed", "3", "-q"]
     runs = {}
-    for name, extra in (("local", []), ("ray", ["--ray", ray_cluster.address, "--ray-tasks", "2"])):
+    for name, extra in (("local", []), ("ray", ["--ray", ray_cluster.address, "--ray-tasks", "2"]),
+                        ("client", ["--ray", ray_cluster.client_address, "--ray-tasks", "2"])):
         runs[name] = subprocess.run(
             [sys.executable, "-m", "bootcamp_core.cli.main", "generate", *common, "--output-dir",
              str(tmp_path / name), *extra], check=False, capture_output=True, text=True, timeout=300)
         assert runs[name].returncode == 0, runs[name].stderr
     assert files_of(tmp_path / "ray") == files_of(tmp_path / "local")
+    # through Ray Client (ray://) as well: the same bytes
+    assert files_of(tmp_path / "client") == files_of(tmp_path / "local")
+    assert "ray: 2 tasks on " in runs["client"].stderr
     assert "example_train.jsonl (120 records)" in runs["ray"].stdout
     assert "ray: 2 tasks on " in runs["ray"].stderr
     assert "ray" not in runs["local"].stderr
