@@ -7,7 +7,7 @@ under resource limits: CPU time and a wall-clock limit, address space, no file w
 read-only working folder, and an audit hook that refuses opening files for writing, processes, sockets, ctypes and
 frame or garbage-collector introspection), no new processes. The child reports its score tagged with a random token
 only the sandbox knows, so an answer cannot forge a score by writing to the result pipe. An answer that overruns is
-killed and scores 0 (outcome ``"timeout"``).
+killed and scores 0 (outcome ``"timeout"``); one that crashes the child scores 0 too (outcome ``"crashed"``).
 """
 
 from __future__ import annotations
@@ -152,11 +152,13 @@ def score(name: str, config: dict, answer: str | None, entry: dict, *, timeout_s
           memory_mb: int = MEMORY_MB) -> tuple[float, str]:
     """(score, outcome) of ``answer`` under dataset ``name``'s verifier in a sandbox.
 
-    outcome: ``"scored"``, ``"timeout"`` (past ``timeout_s`` of CPU or wall-clock time: killed, score 0), or
-    ``"crashed"`` (the child died or answered nothing readable: score 0).
+    outcome: ``"scored"``, ``"timeout"`` (past ``timeout_s`` of CPU or wall-clock time: killed, score 0),
+    ``"crashed"`` (the answer killed the child, or the child reported nothing that was its own: score 0),
+    ``"too_long"`` (longer than :data:`MAX_ANSWER_CHARS`: not sent, score 0) or ``"failed"`` (the sandbox could not
+    build the dataset's verifier: score 0, nothing the answer did).
     """
     if answer is not None and len(answer) > MAX_ANSWER_CHARS:
-        return 0.0, "crashed"
+        return 0.0, "too_long"
     request = {"dataset": name, "config": config, "answer": answer, "entry": entry, "timeout_s": float(timeout_s),
                "memory_mb": int(memory_mb)}
     pool = _pool()
@@ -301,7 +303,7 @@ def _serve(empty: str) -> None:
         try:
             reply = _run_one(datasets, json.loads(line), empty, base_kb)
         except Exception as error:  # noqa: BLE001 - a bad dataset or config scores 0, the sandbox goes on
-            reply = {"score": 0.0, "outcome": "crashed", "error": f"{type(error).__name__}: {error}"[:300]}
+            reply = {"score": 0.0, "outcome": "failed", "error": f"{type(error).__name__}: {error}"[:300]}
         out.write(json.dumps(reply).encode() + b"\n")
         out.flush()
 

@@ -62,6 +62,8 @@ _LAZY = {
     # where a tool-config entry's `type:` runs its tool (remote, mcp, ray), and the Ray tool actors' own API
     "tool_backend": "bootcamp_core.plugin.backends",
     "ToolActors": "bootcamp_core.scale.tools",
+    # a reward's model-side error kind for the answer it scores (its own verifier limit), without raising
+    "report_error": "bootcamp_core.plugin.errors",
     # the functions behind `bootcamp generate` and `bootcamp eval`, for scripts (the README's Python API)
     "config_for_bootcamp": "bootcamp_core.data.generate",
     # not "generate": bootcamp_core.generate is the old module path, whose import would rebind that name

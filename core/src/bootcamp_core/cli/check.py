@@ -469,9 +469,11 @@ class Conformance:
                 for plan, identity, _ in cases.values()]
 
     def assert_score_in_range(self, reward: Any, identity: dict, output: Any) -> None:
-        """One output: ``verify_score`` returns a float in [0, 1] and does not raise."""
+        """One output: ``verify_score`` returns a float in [0, 1], does not raise, and breaks no contract."""
+        before = _recorded(reward)
         score = reward.verify_score(output, identity, **episode_kwargs())
         require(isinstance(score, float) and 0.0 <= score <= 1.0, f"score {score!r} for {output!r:.80}")
+        _require_no_contract_break(reward, before, f"on {output!r:.80}")
 
     # ------------------------------------------------------------------------------------------ checks
     def check_plugin_loads_and_registers_a_generator(self) -> None:
@@ -714,8 +716,10 @@ class Conformance:
         for label, output in itertools.chain(hostile_outputs(), variants):
             for plan, reward, identity in rewards:
                 messages = [{"role": "assistant", "content": output}]
+                before = _recorded(reward)
                 self._hostile(f"{plan.reward}: verify_score", label, lambda reward=reward, identity=identity, output=output,
                               messages=messages: reward.verify_score(output, identity, **episode_kwargs(messages)))
+                _require_no_contract_break(reward, before, f"on {label}", what=f"{plan.reward}: verify_score")
             for interaction_id, (interaction, identity, prompt) in interactions.items():
                 messages = [{"role": "user", "content": prompt}, {"role": "tool", "content": output},
                             {"role": "assistant", "content": output}]
@@ -926,3 +930,19 @@ def _print(result: CheckResult) -> None:
     else:
         reason = " ".join((result.reason or "").split())
         print(f"FAIL {result.name}: {reason[:1000]}", flush=True)
+
+
+def _recorded(reward: Any) -> list[str]:
+    """The errors a reward has recorded so far (``Reward.errors``; none for a reward without the list)."""
+    return list(getattr(reward, "errors", ()) or ())
+
+
+def _require_no_contract_break(reward: Any, before: list[str], where: str, *, what: str | None = None) -> None:
+    """Fail when the call just made recorded a :class:`PluginError`: ``verify_score`` scored it 0 instead of raising,
+    as it must in a run, but a broken contract (``report_error`` with a kind that is not model-side) is the plugin
+    author's to see."""
+    recorded = _recorded(reward)
+    new = recorded[len(before):] if recorded[:len(before)] == before else recorded
+    broken = [message for message in new if "PluginError:" in message]
+    require(not broken, f"{what or type(reward).__name__ + '.verify_score'} broke the plugin contract {where}: "
+                        f"{broken[0] if broken else ''}")

@@ -43,7 +43,7 @@ from bootcamp_core.data.records import EpisodeResult, GeneratedSample, ToolCall,
 # defined in their own modules; importable here too, as plugins written against this module's first layout do
 from bootcamp_core.episode.messages import jsonable, message_text, normalize_assistant_message  # noqa: F401
 from bootcamp_core.episode.off_loop import run_off_loop
-from bootcamp_core.episode.scoring import score_trajectory
+from bootcamp_core.episode.scoring import score_and_report
 from bootcamp_core.episode.tool_calls import run_tool_calls
 from bootcamp_core.plugin.backends import tool_backend
 from bootcamp_core.plugin.components import is_solved
@@ -329,6 +329,8 @@ async def run_episode(
       ``limits.reward_timeout_s`` (abandoned: ``error_kind`` ``"reward_timeout"``) or crashed on the model's answer
       (``"model_error"``): the episode ends, ``finish_reason`` ``"error"``, ``error_type`` ``"model"``, ``success``
       True, score 0, never re-run;
+    - the reward reported a model-side error kind for the answer with ``report_error`` (its own limit on a verifier,
+      say) while it scored the episode: the same, with that ``error_kind`` and the reward's message;
     - an :class:`InfrastructureError` (or a plugin bug) from the policy, a tool or the interaction's start: ``success``
       False, ``error_type`` ``"infrastructure"``, ``finish_reason`` ``"error"`` (``"episode_timeout"`` for the
       episode timeout), score 0, not rewarded.
@@ -430,14 +432,19 @@ async def run_episode(
             "turn_scores": list(episode.turn_scores),
         }
 
-        def score_it() -> tuple[float, Any]:
-            return score_trajectory(reward, sample.identity, verify_kwargs=verify_kwargs, **kwargs)
+        def score_it() -> tuple[float, Any, tuple[str, str] | None]:
+            return score_and_report(reward, sample.identity, verify_kwargs=verify_kwargs, **kwargs)
 
         # Sync reward code runs off the event loop (batched, see off_loop), so a slow verifier never stalls the
         # other episodes; past its limit it is abandoned, and a crash is the reward failing on the model's answer.
         if not answer_failed:
             try:
-                score, extracted = await run_off_loop(score_it, timeout_s=limits.reward_timeout_s)
+                score, extracted, reported = await run_off_loop(score_it, timeout_s=limits.reward_timeout_s)
+                if reported is not None:  # the reward gave up on the answer itself (report_error): as past our limit
+                    score = 0.0
+                    if model_failure is None:
+                        kind, message = reported
+                        model_failure, error_kind, finish = f"{type(reward).name}.verify_score: {message}", kind, "error"
             except OffLoopTimeout as error:
                 model_failure, error_kind, finish = f"{type(reward).name}.verify_score {error}", "reward_timeout", "error"
             except Exception as error:

@@ -199,7 +199,9 @@ class Reward(Component):
         raise NotImplementedError(f"{type(self).__name__} must implement verify_correction(extracted, identity)")
 
     def verify_score(self, output: str, identity: dict, **kwargs: Any) -> float:
-        """Extract, verify, clamp to [0, 1]. Never raises: a crash scores 0 and is logged and kept in ``errors``."""
+        """Extract, verify, clamp to [0, 1]. Never raises: a crash scores 0 and is logged and kept in ``errors``
+        (a :class:`~bootcamp_core.plugin.errors.PluginError` too, such as ``report_error`` with a kind that is not
+        model-side: the conformance kit fails on such an entry, so the plugin's author sees it)."""
         try:
             extracted = self.extract_output(output if isinstance(output, str) else str(output or ""))
             if extracted is None:

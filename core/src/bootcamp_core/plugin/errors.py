@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
+
 
 class BootcampError(Exception):
     """Base of every error this project raises on purpose; its message is meant for the user as is."""
@@ -80,6 +84,47 @@ ERROR_KINDS = {
     # model: the episode ends scored, never re-run
     "request_rejected": "HTTP 400/413/422: the endpoint refused the request itself (e.g. context length exceeded)",
     "tool_call": "tool calls of the model failed (bad arguments, an unknown tool); the episode went on",
-    "reward_timeout": "the reward or interaction ran past its limit on this answer; score 0",
+    "reward_timeout": "the reward or interaction ran past its limit (--reward-timeout, or the reward's own, "
+                      "reported with report_error) on this answer; score 0",
     "model_error": "another model error",
 }
+
+#: The model-side kinds of :data:`ERROR_KINDS`: an episode that ends with one is scored, never re-run. A reward may
+#: report these, and only these, with :func:`report_error`.
+MODEL_ERROR_KINDS = ("request_rejected", "tool_call", "reward_timeout", "model_error")
+
+#: The reports of the scoring call running in this context (a list while one runs, else None); per call, so the
+#: episodes scored at the same time in other threads or tasks never see each other's.
+_REPORTS: contextvars.ContextVar[list | None] = contextvars.ContextVar("bootcamp_reward_reports", default=None)
+
+
+def report_error(kind: str, message: str) -> None:
+    """Report that the reward could not score the answer it is scoring: the episode's result gets ``error_kind`` ``kind``.
+
+    For a reward that returns a score instead of raising (its own time limit on a verifier, say): called from inside
+    ``verify_score`` (``verify_correction``, ``extract_output``), on the thread that runs it. When the rollout engine
+    scores the episode, the episode then ends as when its own ``--reward-timeout`` is hit: ``finish_reason``
+    ``"error"``, ``error_type`` ``"model"``, ``error`` ``"<reward>.verify_score: <message>"``, score 0, never re-run.
+    The first report of a call counts. Outside a scoring call (a test or a judge calling ``verify_score`` directly)
+    nothing is recorded.
+
+    ``kind`` must be one of :data:`MODEL_ERROR_KINDS`; any other is a :class:`PluginError`, which ``verify_score``
+    raises when called directly (so a test or the conformance kit shows it) and scores 0 and records inside a
+    scoring call (so an evaluation goes on).
+    """
+    if not isinstance(kind, str) or kind not in MODEL_ERROR_KINDS:
+        raise PluginError(f"report_error: {kind!r} is not a model-side error kind; one of "
+                          f"{', '.join(MODEL_ERROR_KINDS)}")
+    reports = _REPORTS.get()
+    if reports is not None and not reports:
+        reports.append((kind, str(message)))
+
+
+@contextlib.contextmanager
+def collect_reports() -> Iterator[list[tuple[str, str]]]:
+    """Bind a scoring call: what :func:`report_error` reports inside the block lands in the list this yields."""
+    token = _REPORTS.set([])
+    try:
+        yield _REPORTS.get()
+    finally:
+        _REPORTS.reset(token)
