@@ -319,3 +319,70 @@ def test_stale_temporaries_of_dead_processes_only(tmp_path):
         path.write_text("", encoding="utf-8")
     assert remove_stale_temporaries(tmp_path, ["results.jsonl"]) == [dead]
     assert mine.exists() and odd.exists() and not dead.exists()
+
+
+def test_a_kill_during_a_batched_run_loses_no_finished_episode(example_registry, tmp_path):
+    """Episodes finishing together share one write and fsync; kill -9 in the middle of such a run, and every episode
+    the run had counted as done (printed by --verbose once its batch is on disk) has its whole line in the file; the
+    resume runs the others, and the file ends with one line per episode."""
+    dataset = make_dataset(example_registry, tmp_path / "data", 40)
+    records = list(load_dataset(dataset))
+    out = tmp_path / "out"
+    results = out / "results.jsonl"
+    with ScriptedChatServer(slow_solver) as server:
+        command = [sys.executable, "-m", "bootcamp_core.cli.main", *eval_args(dataset, out, "--verbose"),
+                   "--api-url", server.base_url, "--api-model", "stub", "--no-preflight", "--max-concurrent", "8"]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for_lines(process, results, 9)  # past the first batch: batches of several episodes are on disk
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+            err = process.stderr.read()
+            written = results.read_bytes()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            process.stderr.close()
+    assert process.returncode == -signal.SIGKILL
+    assert written.endswith(b"\n")  # every line whole
+    lines = [json.loads(line) for line in written.decode("utf-8").splitlines()]
+    on_disk = [line["id"] for line in lines]
+    assert len(on_disk) == len(set(on_disk)) >= 9
+    # a line per episode counted as done: "<id[:12]>… r<repeat> ..." (a log line may share stderr; it has no "…")
+    counted = [text.split("…", 1)[0] for text in err.splitlines() if "…" in text]
+    assert counted, err
+    prefixes = {episode[:12] for episode in on_disk}
+    assert all(prefix in prefixes for prefix in counted), (counted, on_disk)
+    assert len(counted) <= len(on_disk)
+
+    summary = run_evaluation(EvalConfig(dataset_path=dataset, output_dir=out, resume_from=results), progress=False)
+    assert summary["this_run"]["skipped_as_finished"] == len(on_disk)
+    assert summary["overall"]["count"] == len(records)
+    final = lines_of(results)
+    assert [line["id"] for line in final[: len(on_disk)]] == on_disk  # the killed run's lines are kept as they were
+    assert sorted(line["id"] for line in final) == sorted(episode_id(record, 0) for record in records)
+
+
+def test_the_summary_folded_during_a_run_is_the_summary_of_its_results_file(example_registry, tmp_path):
+    """The run summarizes its lines as their batches reach the disk (and a resumed file's earlier lines first): the
+    figures are those of the results file read afresh, the report's episodes those of the file."""
+    from bootcamp_core.evaluate.report import ReportParts
+    from bootcamp_core.evaluate.statistics import summarize_file
+    from bootcamp_core.evaluate.viewer import report_episodes
+
+    dataset = make_dataset(example_registry, tmp_path / "data", 12)
+    out = tmp_path / "out"
+    results = out / "results.jsonl"
+    first = run_evaluation(EvalConfig(dataset_path=dataset, output_dir=out, repeats=3, limit=5), progress=False)
+    assert first["overall"]["count"] == 15
+    resumed = run_evaluation(EvalConfig(dataset_path=dataset, output_dir=out, repeats=3, resume_from=results),
+                             progress=False)
+    assert resumed["this_run"]["skipped_as_finished"] == 15 and resumed["overall"]["count"] == 36
+    parts = ReportParts()
+    afresh = summarize_file(results, report=parts)
+    for key in ("overall", "groups", "pass_at_k_definition", "interval_definition"):
+        assert resumed[key] == afresh[key]
+    index, episodes = report_episodes((out / "report.html").read_text(encoding="utf-8"))
+    assert [row[0] for row in index] == [line["id"] for line in lines_of(results)]
+    assert len(episodes) == 36

@@ -2,9 +2,11 @@
 resumed run.
 
 Group commit: :meth:`ResultsWriter.commit` returns once its line is flushed and fsynced; the lines committed while a
-batch is being written make up the next batch, written with one fsync, so at concurrency N a batch holds up to N
-lines and an episode counts as done only after its batch is on disk. A kill -9 loses at most the lines of the batch
-being written, episodes that had not counted as done.
+batch is being written make up the next batch, written with one fsync. A run announces each episode it starts
+(:meth:`ResultsWriter.expect`), and a batch waits for the lines of the episodes still running until they have all
+come, the batch is large (:data:`BATCH_LINES`, :data:`BATCH_BYTES`) or :data:`BATCH_WAIT_S` passed, so at
+concurrency N a batch holds up to N lines. An episode counts as done only after its batch is on disk. A kill -9 loses
+at most the lines of the batch being written, episodes that had not counted as done.
 
 Resume: episodes are keyed by ``EpisodeResult.id`` = ``episode_id(record, repeat)``; :func:`prepare_resume` rewrites
 the file atomically without its infrastructure failures (``success`` false), its cut-off last line (a kill) and
@@ -28,7 +30,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +40,17 @@ from bootcamp_core.episode.engine import episode_id
 from bootcamp_core.evaluate.secrets import Redactor
 from bootcamp_core.plugin.errors import ConfigError
 
-__all__ = ["RESULTS_NAME", "ResultsLock", "ResultsWriter", "iter_result_lines", "prepare_resume",
-           "remove_stale_temporaries"]
+__all__ = ["BATCH_BYTES", "BATCH_LINES", "BATCH_WAIT_S", "RESULTS_NAME", "ResultsLock", "ResultsWriter",
+           "iter_result_lines", "prepare_resume", "remove_stale_temporaries"]
 
 logger = logging.getLogger("bootcamp_core")
 
 RESULTS_NAME = "results.jsonl"
+#: The longest a batch waits for the lines of episodes still running (an fsync costs about a millisecond of CPU).
+BATCH_WAIT_S = 0.02
+#: A batch is written once it holds this many lines, or this many characters, whatever is still running.
+BATCH_LINES = 1024
+BATCH_BYTES = 8 << 20
 
 
 class ResultsWriter:
@@ -54,8 +61,12 @@ class ResultsWriter:
     in async code :meth:`commit` batches the lines of concurrent episodes (see the module docstring).
     """
 
-    def __init__(self, path: str | os.PathLike, *, redact: Iterable[str] | Redactor = ()) -> None:
+    def __init__(self, path: str | os.PathLike, *, redact: Iterable[str] | Redactor = (),
+                 on_written: Callable[[list], None] | None = None) -> None:
         self.path = Path(path)
+        #: called in the event loop with the values given to :meth:`commit` of each batch once it is on disk, in the
+        #: order of its lines in the file, before any of its callers returns
+        self.on_written = on_written
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._handle = open(self.path, "a", encoding="utf-8", newline="\n")
         self._lock = threading.Lock()
@@ -63,19 +74,26 @@ class ResultsWriter:
         self._redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
         self.count = 0
         self._failed = False
+        self._expected = 0  # episodes announced by expect() whose line has not come yet
         self._open: _Batch | None = None  # the batch lines are added to, not yet being written
         self._last: _Batch | None = None  # the batch written last (or being written)
 
     def line_for(self, result: EpisodeResult) -> str:
         """The result as one JSON line, secrets masked."""
+        return self.entry_for(result)[0]
+
+    def entry_for(self, result: EpisodeResult) -> tuple[str, dict]:
+        """The result as one JSON line, secrets masked, and the data that line holds (what reading it back gives,
+        but for tuples, which JSON reads as lists), without parsing the line again."""
         # masked in the data, not the JSON text: a secret with quotes or non-ASCII is escaped differently in JSON
         data = self._redactor.data(result.to_dict())
         try:
-            return dumps(data)
+            return dumps(data), data
         except (TypeError, ValueError):  # a plugin put something unserialisable in metrics: keep it as text
             line = json.dumps(data, ensure_ascii=False, default=repr).translate(
                 str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}))
-            return self._redactor.text(line)
+            line = self._redactor.text(line)
+            return line, json.loads(line)
 
     def write_line(self, line: str) -> None:
         """Append one line and fsync it (see :meth:`write_lines`)."""
@@ -96,27 +114,53 @@ class ResultsWriter:
                 raise self._write_error(error) from None
             self.count += len(lines)
 
-    async def commit(self, line: str) -> None:
+    def expect(self) -> None:
+        """An episode started whose line may come: a batch waits for it (up to :data:`BATCH_WAIT_S`)."""
+        self._expected += 1
+
+    def unexpect(self) -> None:
+        """An episode counted by :meth:`expect` ended without a line (it runs again later)."""
+        self._expected = max(self._expected - 1, 0)
+        self._maybe_ready()
+
+    def _maybe_ready(self) -> None:
+        batch = self._open
+        if batch is not None and (self._expected == 0 or len(batch.lines) >= BATCH_LINES
+                                  or batch.size >= BATCH_BYTES):
+            batch.ready.set()
+
+    async def commit(self, line: str, value: Any = None) -> None:
         """Append a line; returns once the batch holding it is flushed and fsynced, and raises its write's error.
 
         The first line of a batch makes its caller the batch's writer: once the batch before it is on disk, that
-        caller closes the batch and writes it in a worker thread (the event loop runs on during fsync); the lines of
-        other callers meanwhile join it, and they wait for it.
+        caller waits until every episode :meth:`expect` announced has added its line, the batch holds
+        :data:`BATCH_LINES` lines or :data:`BATCH_BYTES`, or :data:`BATCH_WAIT_S` passed, whichever comes first (with
+        no episode announced, at once), then closes the batch and writes it in a worker thread (the event loop runs on
+        during fsync); the lines of other callers meanwhile join it, and they wait for it. ``value`` (the line's
+        data) goes to ``on_written`` once the batch is on disk.
         """
         import anyio
 
+        self._expected = max(self._expected - 1, 0)
         batch = self._open
         if batch is not None:
             batch.lines.append(line)
+            batch.values.append(value)
+            batch.size += len(line)
+            self._maybe_ready()
             await batch.done.wait()
             if batch.error is not None:
                 raise batch.error
             return
-        batch = self._open = _Batch(line, anyio.Event())
+        batch = self._open = _Batch(line, value, anyio.Event(), anyio.Event())
         previous, self._last = self._last, batch
         try:
             if previous is not None:
                 await previous.done.wait()  # batches reach the file in order, one at a time
+            self._maybe_ready()
+            if not batch.ready.is_set():  # more lines are coming: one fsync for them all
+                with anyio.move_on_after(BATCH_WAIT_S):
+                    await batch.ready.wait()
             self._open = None  # later lines go to the next batch
             await anyio.to_thread.run_sync(batch.write_to, self)
         except ConfigError as error:
@@ -129,6 +173,8 @@ class ResultsWriter:
         finally:
             if self._open is batch:
                 self._open = None
+            if batch.written and self.on_written is not None:  # on disk, even if the caller was cancelled meanwhile
+                self.on_written(batch.values)
             batch.done.set()
 
     def _write_error(self, error: OSError) -> ConfigError:
@@ -157,10 +203,13 @@ class ResultsWriter:
 class _Batch:
     """Lines written with one fsync, the event set once they are on disk (or could not be written), and why not."""
 
-    __slots__ = ("done", "error", "lines", "written")
+    __slots__ = ("done", "error", "lines", "ready", "size", "values", "written")
 
-    def __init__(self, line: str, done: Any) -> None:
+    def __init__(self, line: str, value: Any, done: Any, ready: Any) -> None:
         self.lines = [line]
+        self.values = [value]
+        self.size = len(line)
+        self.ready = ready  # set once the batch need wait for no more lines
         self.done = done
         self.error: ConfigError | None = None
         self.written = False

@@ -71,11 +71,12 @@ from bootcamp_core.evaluate.results import (
     RESULTS_NAME,
     ResultsLock,
     ResultsWriter,
+    iter_result_lines,
     prepare_resume,
     remove_stale_temporaries,
 )
 from bootcamp_core.evaluate.secrets import MaskedLogs, Redactor, config_secrets, mask_config, mask_urls
-from bootcamp_core.evaluate.statistics import REPORT_NAME, SUMMARY_CSV, SUMMARY_JSON, summarize_file, write_summary
+from bootcamp_core.evaluate.statistics import REPORT_NAME, SUMMARY_CSV, SUMMARY_JSON, Summary, write_summary
 from bootcamp_core.plugin.backends import tool_backend
 from bootcamp_core.plugin.errors import BootcampError, ConfigError, InfrastructureError
 
@@ -282,7 +283,20 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
     total = count * config.repeats - _finished_among(selected, finished, config.repeats)
     stats = RunStats(total)
 
-    writer = ResultsWriter(results_path, redact=redactor)
+    from bootcamp_core.evaluate.report import ReportParts
+
+    # the summary and the report's parts take each line as its batch reaches the disk, in the file's order, so the
+    # results file is not read again at the end; a resumed run's earlier lines go in first
+    summary_so_far, parts = Summary(), ReportParts()
+
+    def written(values: list[dict]) -> None:
+        for value in values:
+            summary_so_far.add(value)
+            parts.add(value)
+
+    if finished or config.resume_from is not None:
+        written(iter_result_lines(results_path))
+    writer = ResultsWriter(results_path, redact=redactor, on_written=written)
     #: episodes that ended in an infrastructure error in the current round, to run again after it (not written yet)
     failed: list[tuple[dict, int, str | None]] = []
     rounds_left = config.rerun_failed
@@ -319,6 +333,7 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
     async def work(bar: Progress, stream: Any, last_round: bool) -> None:
         async with stream:
             async for record, repeat, key in stream:
+                writer.expect()  # its line joins the batch the episodes running meanwhile share
                 try:
                     if runner is not None:
                         result = await runner.run(record, repeat, key, limits_of(record))
@@ -335,6 +350,7 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
                 if not result.success and not last_round:
                     # run again after this round; its last outcome is written
                     failed.append((record, repeat, result.id))
+                    writer.unexpect()
                     continue
                 if template is not None:
                     try:
@@ -344,7 +360,7 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
                 # the episode counts as done once its line is on disk: batched with the lines of the episodes
                 # finishing meanwhile, one fsync each (bench/bench_eval_overhead.py)
                 try:
-                    await writer.commit(writer.line_for(result))
+                    await writer.commit(*writer.entry_for(result))
                 except ConfigError as error:  # a full disk: the run stops, every line written before is kept
                     write_failures.append(error)
                     group.cancel_scope.cancel()
@@ -389,10 +405,7 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
         if runner is not None:
             runner.close()
 
-    from bootcamp_core.evaluate.report import ReportParts
-
-    parts = ReportParts()  # built in the summary's pass: the results file is read once
-    summary = summarize_file(results_path, report=parts)
+    summary = summary_so_far.to_dict()
     summary["results_path"] = str(results_path)
     summary["evaluation_config"] = redactor.data(public)
     rate = stats.errors / stats.done if stats.done else 0.0

@@ -29,7 +29,8 @@ from bootcamp_core.evaluate.results import iter_result_lines
 from bootcamp_core.plugin.components import is_solved
 
 __all__ = ["CSV_COLUMNS", "PASS_AT_K_DEFINITION", "REPORT_EXAMPLES", "REPORT_NAME", "SUMMARY_CSV", "SUMMARY_JSON",
-           "is_solved_line", "number", "pass_at_k", "summarize", "summarize_file", "summary_csv", "write_summary"]
+           "Summary", "is_solved_line", "number", "pass_at_k", "summarize", "summarize_file", "summary_csv",
+           "write_summary"]
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
@@ -327,33 +328,53 @@ def summarize(lines: Iterable[dict], *, examples: list | None = None) -> dict:
     When ``examples`` is a list, up to :data:`REPORT_EXAMPLES` lines are appended to it for the report (failures
     and unsolved episodes first).
     """
-    index = _RecordIndex()
-    overall = _Group(index)
-    groups: dict[tuple[str, str], _Group] = {}
-    failed: list[dict] = []
-    solved: list[dict] = []
+    summary = Summary(examples=examples is not None)
     for data in lines:
-        overall.add(data)
+        summary.add(data)
+    if examples is not None:
+        examples.extend(summary.examples())
+    return summary.to_dict()
+
+
+class Summary:
+    """:func:`summarize`, one result line at a time: ``add`` each line in the order of the file, then
+    :meth:`to_dict`. A run folds its lines in as their batches reach the disk, so the summary needs no second read
+    of the results file; the figures are those of :func:`summarize` over the file."""
+
+    def __init__(self, *, examples: bool = False) -> None:
+        self._index = _RecordIndex()
+        self._overall = _Group(self._index)
+        self._groups: dict[tuple[str, str], _Group] = {}
+        self._keep_examples = examples
+        self._failed: list[dict] = []
+        self._solved: list[dict] = []
+
+    def add(self, data: dict) -> None:
+        self._overall.add(data)
         key = (str(data.get("data_source") or ""), str(data.get("generator") or data.get("generator_name") or ""))
-        group = groups.get(key)
+        group = self._groups.get(key)
         if group is None:
-            group = groups[key] = _Group(index, index.new_table()[0])
+            group = self._groups[key] = _Group(self._index, self._index.new_table()[0])
         group.add(data)
-        if examples is not None:
-            bucket = solved if is_solved_line(data) else failed
+        if self._keep_examples:
+            bucket = self._solved if is_solved_line(data) else self._failed
             if len(bucket) < REPORT_EXAMPLES:
                 bucket.append(_example(data))
-    if examples is not None:
-        examples.extend((failed + solved)[:REPORT_EXAMPLES])
-    return {
-        "pass_at_k_definition": PASS_AT_K_DEFINITION,
-        "interval_definition": INTERVAL_DEFINITION,
-        "overall": overall.to_dict(),
-        "groups": [
-            {"data_source": source, "generator": generator, **group.to_dict()}
-            for (source, generator), group in sorted(groups.items())
-        ],
-    }
+
+    def examples(self) -> list[dict]:
+        """Up to :data:`REPORT_EXAMPLES` lines for the report, failures first (with ``examples=True``)."""
+        return (self._failed + self._solved)[:REPORT_EXAMPLES]
+
+    def to_dict(self) -> dict:
+        return {
+            "pass_at_k_definition": PASS_AT_K_DEFINITION,
+            "interval_definition": INTERVAL_DEFINITION,
+            "overall": self._overall.to_dict(),
+            "groups": [
+                {"data_source": source, "generator": generator, **group.to_dict()}
+                for (source, generator), group in sorted(self._groups.items())
+            ],
+        }
 
 
 def _example(data: dict) -> dict:

@@ -68,6 +68,35 @@ def _cut(value: Any, depth: int = 0) -> Any:
     return value
 
 
+def _plain(value: dict | list | tuple, depth: int = 0) -> bool:
+    """Whether :func:`_cut` would give ``value`` back as it is (as JSON): str keys, no string over
+    :data:`MESSAGE_LIMIT`, no structure nested past 30 levels, no non-finite float, nothing but JSON's types. A walk
+    that copies nothing, so most episodes skip the cutting copy."""
+    if depth > 30:
+        return False
+    if type(value) is dict:
+        for key in value:
+            if type(key) is not str:
+                return False
+        items: Any = value.values()
+    else:
+        items = value
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            if len(item) > MESSAGE_LIMIT:
+                return False
+        elif kind is dict or kind is list or kind is tuple:
+            if not _plain(item, depth + 1):
+                return False
+        elif kind is float:
+            if item - item != 0.0:  # infinite or NaN
+                return False
+        elif kind is not int and kind is not bool and item is not None:
+            return False
+    return True
+
+
 def _dict(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
@@ -154,7 +183,7 @@ def episode_view(line: dict, hidden_fields: list[str] | None = None) -> dict:
     view["hidden_fields"] = hidden_fields or []
     if "data_source" not in view:  # the original framework keeps it only inside input
         view["data_source"] = _dict(line.get("input")).get("data_source")
-    return _cut(view)
+    return view if _plain(view) else _cut(view)
 
 
 def _number(value: Any) -> float | None:
