@@ -5,7 +5,8 @@ environment is the one whose ``test`` script runs its ``tests`` folder (hatch.to
 bootcamp is picked up as soon as it joins the ``bootcamp`` matrix; an environment whose ``test`` script runs another
 of its test folders, ``tests_<part>`` (core's ``tests_ray``: the Ray suite), is part of its CI too. Its workflow,
 ``.github/workflows/<name>.yml``, runs on changes to its own folder or to core and calls
-``bash .ci/run --package <name>``, which runs exactly :func:`commands`: the package's test suites beside core,
+``bash .ci/run --package <name>``, which runs exactly :func:`commands`: the package's test suites beside core (each
+against its members' installed wheels, as ``.ci/suites.py`` runs a suite),
 ``bootcamp check`` for each namespace it registers, and core's contract tests (public API, layers, public imports).
 
     python .ci/workflows.py write            (re)generate .github/workflows/ from the template
@@ -19,8 +20,11 @@ Standard library only (and tomli on Python 3.10): it runs before any environment
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -204,11 +208,45 @@ def main(argv: list[str] | None = None) -> int:
             print(" ".join([dist.name, dist.folder, dist.env or "-", *dist.more_envs]))
         return 0
     dist = find(args.name)
-    for command in commands(dist):
-        print("+ " + " ".join(command), flush=True)
-        if not args.dry_run and subprocess.call(command, cwd=ROOT) != 0:
-            print(f"error: {dist.name}: `{' '.join(command)}` failed", file=sys.stderr)
-            return 1
+    if args.dry_run:
+        for command in commands(dist):
+            print("+ " + " ".join(command), flush=True)
+        return 0
+    return run(dist)
+
+
+def _suites():
+    """.ci/suites.py, which runs a suite against its members' installed wheels."""
+    spec = importlib.util.spec_from_file_location("ci_suites_runner", Path(__file__).with_name("suites.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(dist: Distribution) -> int:
+    """Run :func:`commands` in order, stopping at the first failure; a test suite (``hatch run ENV:test``) runs as
+    ``.ci/suites.py`` runs it: against its members' installed wheels, the editable installs put back afterwards
+    (``BOOTCAMP_CI_WHEELS=0``: against the editable tree; ``BOOTCAMP_CI_REFRESH=0``: as installed)."""
+    suites = _suites()
+    config = suites.load_config()
+    refresh, wheel_mode = suites.mode()
+    signal.signal(signal.SIGTERM, suites._terminate)
+    with tempfile.TemporaryDirectory(prefix="bootcamp-package-") as tmp:
+        wheels = suites.Wheels(Path(tmp)) if wheel_mode else None
+        for command in commands(dist):
+            print("+ " + " ".join(command), flush=True)
+            try:
+                if len(command) == 3 and command[:2] == ["hatch", "run"] and command[2].endswith(":test"):
+                    code = suites.run_suite(command[2].removesuffix(":test"), sys.stdout.buffer, config, wheels,
+                                            refresh)
+                else:
+                    code = subprocess.call(command, cwd=ROOT)
+            except KeyboardInterrupt:
+                print(f"error: {dist.name}: interrupted during `{' '.join(command)}`", file=sys.stderr)
+                return 130
+            if code != 0:
+                print(f"error: {dist.name}: `{' '.join(command)}` failed", file=sys.stderr)
+                return 1
     return 0
 
 

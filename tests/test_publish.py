@@ -1,11 +1,14 @@
 """Every distribution is publishable: `hatch build` makes its wheel and sdist, `twine check --strict` accepts their
 metadata (the README renders on the package index; license, classifiers, project URLs, requires-python are there),
-the wheel holds its configs and none of its tests, and the wheel, installed into a fresh virtual environment (not
-editable), passes the package's own tests against it: each bootcamp's fast tests (`-m "not slow"`) but its shortcut
-guards, with the conformance kit's packaging checks; core's plugin, plugin-API, public-API and template tests; and
-`bootcamp plugins` lists each bootcamp from the wheel's metadata with the plugin API it declares. bootcamp-verl's
-wheel is installed without its dependencies (verl brings torch; its own suite has them) and passes the tests that
-need neither. Every package's suite runs all of its tests editable; this file checks what only a wheel can show."""
+the wheel holds its configs and none of its tests, and the wheel, installed with its dependencies into a fresh
+virtual environment of its own (not editable, nothing else of this repository installed), works there: it passes a
+subset of the package's tests against it (each bootcamp's fast tests (`-m "not slow"`) but its shortcut guards, with
+the conformance kit's packaging checks; core's plugin, plugin-API, public-API and template tests), and `bootcamp
+plugins` lists each bootcamp from the wheel's metadata with the plugin API it declares. bootcamp-verl's wheel is
+installed without its dependencies (verl brings torch; its own suite has them) and passes the tests that need
+neither. The whole of every package's tests runs against its installed wheel in the CI suites (.ci/suites.py installs
+each suite's members as wheels); this file proves what only a fresh environment can: the wheel installs alone with
+the dependencies it declares."""
 
 from __future__ import annotations
 

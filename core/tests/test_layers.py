@@ -10,7 +10,8 @@ import pytest
 
 import bootcamp_core
 
-PACKAGE = Path(bootcamp_core.__file__).resolve().parent
+# the source tree's package (an installed wheel's also holds the bundled bootcamp-example template, data)
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "bootcamp_core"
 #: DESIGN.md's order: a layer may import the layers before it in this list, never one after it
 LAYERS = ["plugin", "answers", "blocks", "data", "episode", "evaluate", "serve", "mcp", "scale", "postprocess",
           "rescore", "cli", "testing"]
