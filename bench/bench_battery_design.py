@@ -173,7 +173,8 @@ def bench_agent(tasks: int, concurrency: int, seed: int) -> None:
     print(f"reference agent ({tasks} generated tasks, {concurrency} episodes at a time)")
     print(f"  generation             {tasks / generated_s:8.2f} tasks/s (one oracle simulation or more per task)")
     print(f"  solved                 {solved}/{tasks}")
-    print(f"  simulator calls/task   {statistics.mean(calls):8.2f}   (budget 8; max {max(calls)})")
+    budget = max(record["reward_model"]["ground_truth"]["budget"] for record in records)
+    print(f"  simulator calls/task   {statistics.mean(calls):8.2f}   (budget {budget}; max {max(calls)})")
     print(f"  episodes/s             {tasks / played_s:8.2f}")
     print(f"  cache hit rate         {hit / max(1, asked):8.2f}   ({hit} of {asked} simulator requests)")
 

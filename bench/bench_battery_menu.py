@@ -2,8 +2,8 @@
 
 1. ``menu``: 256 Latin-hypercube points of the normalised design window (seeded, 3 decimals; each task maps them
    into its own manufacturing window) are simulated under the conditions of 40 train-split tasks of the default
-   config; a design covers a task when it meets both of
-   the task's targets. Greedy set cover picks 8 designs (each the one covering the most tasks not yet covered): the
+   config; a design covers a task when it meets every
+   target of the task (areal-capacity band, energy, peak temperature). Greedy set cover picks 8 designs (each the one covering the most tasks not yet covered): the
    best fixed menu of 8, printed as Python for ``tests/test_shortcuts.py``. Its first pick is the best constant
    design (the one that meets the most tasks alone).
 2. ``table``: every policy of ``tests/test_shortcuts.py`` (the replayed menu, the constant design, the reference
@@ -11,7 +11,9 @@
    ``run_episode``: mean score and solved share per level, as a Markdown table for the README.
 
 Run: ``python bench/bench_battery_menu.py menu`` (``--designs``, ``--tasks``, ``--workers``; ``--matrix FILE`` keeps
-the simulated matrix, so a rerun with other targets costs no solve) and ``python bench/bench_battery_menu.py table``
+the simulated matrix, every reported quantity of each design, keyed by the task's conditions and window, so a rerun
+with another target rule costs no design solve; ``--set KEY=VALUE`` draws the tasks under another generator config,
+which simulates only the oracles again as long as the conditions and windows stay those of the matrix) and ``python bench/bench_battery_menu.py table``
 (``--per-level``). Never part of the test suite.
 """
 
@@ -45,7 +47,7 @@ def latin_hypercube(count: int, seed: int) -> list[tuple[float, ...]]:
 
 
 def _results(job: tuple[dict, list[tuple[float, ...]]]) -> list[list[float] | None]:
-    """(specific energy, peak temperature) of every design under one task's conditions; None where it failed."""
+    """Every reported quantity of every design under one task's conditions (:data:`ROW`); None where it failed."""
     from bootcamp_battery_design.agent import Task
     from bootcamp_battery_design.cell import CellDesign, Conditions
     from bootcamp_battery_design.simulator import SimulationError, get_simulator
@@ -57,25 +59,63 @@ def _results(job: tuple[dict, list[tuple[float, ...]]]) -> list[list[float] | No
     for point in designs:
         try:
             result = get_simulator().simulate(CellDesign(*window.design(point)), conditions)
-            rows.append([result.specific_energy_Wh_kg, result.peak_temperature_K])
+            rows.append([getattr(result, name) for name in ROW])
         except SimulationError:
             rows.append(None)
     return rows
 
 
-def _records(split: str, count: int) -> list[dict]:
+#: What a matrix row keeps of each simulated design, in this order (a rule on any of them needs no new solve).
+ROW = ("specific_energy_Wh_kg", "peak_temperature_K", "discharge_time_s", "energy_Wh", "mass_kg",
+       "nominal_capacity_Ah", "delivered_capacity_Ah")
+
+
+def _instruction_config(settings: list[str]) -> dict | None:
+    """The default instruction config with ``KEY=VALUE`` (VALUE as JSON) set in every level's generator config."""
+    if not settings:
+        return None
+    import yaml
+
+    from bootcamp_battery_design import generator
+
+    config = yaml.safe_load((Path(generator.__file__).parent / "configs" / "default.yaml").read_text())
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        for level in config["instruction_generators"].values():
+            level.setdefault("config", {})[key] = json.loads(value)
+    return config
+
+
+def _records(split: str, count: int, settings: list[str] = ()) -> list[dict]:
     from bootcamp_core.testing import generate_records, registry_of
 
     samples = f"{split}:{count}" if split == "test" else f"{split}:{count},test:1"
     return generate_records("battery_design", registry_of("battery_design"), split=split,
-                            overrides={"split_samples": samples})
+                            overrides={"split_samples": samples}, instruction_config=_instruction_config(settings))
+
+
+def meets(row: list[float] | None, identity: dict, point: tuple[float, ...]) -> bool:
+    """Whether the design at window point ``point``, with simulated ``row``, meets every target of ``identity``."""
+    from bootcamp_battery_design.agent import Task
+    from bootcamp_battery_design.cell import CellDesign, areal_capacity
+
+    if row is None:
+        return False
+    targets = identity["targets"]
+    if row[0] < targets["min_specific_energy_Wh_kg"] or row[1] > targets["max_peak_temperature_K"]:
+        return False
+    band = targets.get("areal_capacity_mAh_cm2")
+    if band is None:
+        return True
+    design = CellDesign(*Task.from_identity(identity).design(point))
+    return band[0] <= areal_capacity(design.thickness_m, design.porosity) <= band[1]
 
 
 def menu(args: argparse.Namespace) -> None:
     from multiprocessing import get_context
 
     started = time.perf_counter()
-    records = _records("train", args.tasks)
+    records = _records("train", args.tasks, args.set)
     identities = [record["reward_model"]["ground_truth"] for record in records]
     if args.identities:
         Path(args.identities).write_text(json.dumps(identities))
@@ -83,11 +123,14 @@ def menu(args: argparse.Namespace) -> None:
     print(f"{len(identities)} train tasks generated in {time.perf_counter() - started:.0f} s", flush=True)
     matrix_path = Path(args.matrix) if args.matrix else None
     cached = json.loads(matrix_path.read_text()) if matrix_path and matrix_path.exists() else {}
-    keys = [json.dumps([identity["conditions"], identity["bounds"]], sort_keys=True) for identity in identities]
+    keys = [json.dumps([identity["conditions"], identity["bounds"], args.designs, args.seed], sort_keys=True)
+            for identity in identities]
+    levels = [record["extra_info"]["generator_name"] for record in records]
     todo = [] if args.cached_only else [(key, identity) for key, identity in zip(keys, identities) if key not in cached]
     if args.cached_only:  # the tasks whose matrix rows an earlier (perhaps interrupted) run kept
         kept = [index for index, key in enumerate(keys) if key in cached]
         identities, keys = [identities[index] for index in kept], [keys[index] for index in kept]
+        levels = [levels[index] for index in kept]
     started = time.perf_counter()
     with get_context("fork").Pool(args.workers) as pool:
         for done, (key, rows) in enumerate(zip((key for key, _ in todo),
@@ -99,12 +142,8 @@ def menu(args: argparse.Namespace) -> None:
     solves = len(todo) * len(designs)
     print(f"{solves} solves in {time.perf_counter() - started:.0f} s", flush=True)
 
-    def meets(row: list[float] | None, identity: dict) -> bool:
-        targets = identity["targets"]
-        return row is not None and row[0] >= targets["min_specific_energy_Wh_kg"] and \
-            row[1] <= targets["max_peak_temperature_K"]
-
-    covers = [{task for task, (key, identity) in enumerate(zip(keys, identities)) if meets(cached[key][index], identity)}
+    covers = [{task for task, (key, identity) in enumerate(zip(keys, identities))
+               if meets(cached[key][index], identity, designs[index])}
               for index in range(len(designs))]
     chosen: list[int] = []
     covered: set[int] = set()
@@ -116,6 +155,10 @@ def menu(args: argparse.Namespace) -> None:
         covered |= covers[best]
     print(f"best constant design meets {len(covers[chosen[0]])}/{len(identities)} train tasks; "
           f"the menu of {args.size} covers {len(covered)}/{len(identities)}")
+    for level in dict.fromkeys(levels):
+        tasks = {task for task, name in enumerate(levels) if name == level}
+        print(f"  {level}: constant {len(covers[chosen[0]] & tasks)}/{len(tasks)}, "
+              f"menu {len(covered & tasks)}/{len(tasks)}")
     print("MENU = (")
     for index in chosen:
         print(f"    {tuple(designs[index])!r},")
@@ -163,6 +206,8 @@ def main() -> None:
     chooser.add_argument("--matrix", default="", help="JSON file keeping the simulated matrix between runs")
     chooser.add_argument("--identities", default="", help="JSON file to write the train tasks' identities to")
     chooser.add_argument("--cached-only", action="store_true", help="cover only the tasks the matrix file holds")
+    chooser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                         help="generator config for every level (VALUE as JSON), to try a target rule")
     scorer = commands.add_parser("table", help="every policy of the shortcut tests, per default level")
     scorer.add_argument("--per-level", type=int, default=20)
     args = parser.parse_args()

@@ -11,7 +11,7 @@ import pytest
 
 from bootcamp_battery_design.agent import SearchAgent, Task, start_point
 from bootcamp_battery_design.answer import extract_design
-from bootcamp_battery_design.cell import DESIGN_VARIABLES
+from bootcamp_battery_design.cell import DESIGN_VARIABLES, areal_capacity
 from bootcamp_battery_design.generator import CellDesignGenerator
 from bootcamp_battery_design.simulator import CellSimulator
 from bootcamp_core import EpisodeResult, Registry, RolloutLimits, tool_call_message
@@ -58,7 +58,7 @@ def test_answers_with_a_design_the_tool_simulated(episodes: list[EpisodeResult])
         shown = [json.loads(message["content"]) for message in result.messages if message["role"] == "tool"]
         answer = extract_design(result.messages[-1]["content"])
         assert answer in [tuple(item[variable.key] for variable in DESIGN_VARIABLES) for item in shown]
-        assert shown[-1]["both_targets_met"]
+        assert shown[-1]["all_targets_met"]
 
 
 def test_never_reads_the_oracle(registry: Registry, records: list[dict], episodes: list[EpisodeResult]) -> None:
@@ -94,7 +94,7 @@ def _conversation(results: list, asked: list[dict] | None = None) -> list[dict]:
 def _shown(thickness: float, energy: float, temperature: float, met: bool = False) -> dict:
     return {"pos_thickness_m": thickness, "pos_porosity": 0.3, "neg_porosity": 0.25, "np_ratio": 1.05,
             "specific_energy_Wh_kg": energy,
-            "peak_temperature_K": temperature, "both_targets_met": met}
+            "peak_temperature_K": temperature, "all_targets_met": met}
 
 
 def test_answers_the_closest_design_when_the_budget_is_spent(make_identity) -> None:
@@ -110,7 +110,22 @@ def test_answers_as_soon_as_a_design_meets_both_targets(make_identity) -> None:
     identity = make_identity(energy=270.0, temperature=315.0)
     results = [_shown(5e-05, 250.0, 310.0), _shown(7e-05, 271.0, 314.0, met=True)]
     message = asyncio.run(SearchAgent().act(_conversation(results), [], identity, random.Random(0)))
-    assert extract_design(message["content"]) == (7e-05, 0.3, 0.25, 1.05) and "meets both targets" in message["content"]
+    assert extract_design(message["content"]) == (7e-05, 0.3, 0.25, 1.05) and "meets every target" in message["content"]
+
+
+def test_at_a_capacity_band_every_design_is_at_its_centre(make_identity) -> None:
+    # the thickness follows from the porosity through the prompt's formula, so the search moves three variables
+    identity = make_identity(energy=270.0, temperature=315.0)
+    identity["targets"]["areal_capacity_mAh_cm2"] = [4.2, 4.24]
+    agent = SearchAgent()
+    task = Task.from_identity(identity)
+    assert task.size == 3 and task.capacity_band == (4.2, 4.24)
+    messages = [{"role": "user", "content": "..."}]
+    for result in ([], [_shown(6e-05, 250.0, 305.0)], [_shown(6e-05, 250.0, 305.0), _shown(7e-05, 290.0, 325.0)]):
+        message = asyncio.run(agent.act(_conversation(result) if result else messages, [], identity,
+                                        random.Random(0)))
+        design = json.loads(message["tool_calls"][0]["function"]["arguments"])
+        assert areal_capacity(design["pos_thickness"], design["pos_porosity"]) == pytest.approx(4.22, rel=1e-3)
 
 
 def test_never_asks_again_for_a_design_the_simulator_could_not_run(make_identity) -> None:
@@ -153,4 +168,4 @@ def test_solves_at_least_95_percent_of_40_seeded_tasks(registry: Registry, simul
           f"simulator cache hit rate {hit_rate:.2f}")
     assert all(result.success and result.turn_record["tool_calls"] <= result.ground_truth["budget"]
                for result in results)
-    assert solved >= 38  # 95%; measured 39 (0.3.0, with a heavier prior: 36)
+    assert solved >= 38  # 95%; measured 40 with 3.1 calls (0.3.1: 39; 0.3.0, with a heavier prior: 36)

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from bootcamp_battery_design.answer import ANSWER_FORMAT
-from bootcamp_battery_design.cell import DESIGN_VARIABLES, CellDesign, Conditions
+from bootcamp_battery_design.cell import DESIGN_VARIABLES, CellDesign, Conditions, areal_capacity
 from bootcamp_battery_design.generator import DEFAULTS, WINDOW_GRID, CellDesignGenerator
 from bootcamp_battery_design.simulator import CellSimulator
 from bootcamp_core import ConfigError, GenerationError, Registry
@@ -44,6 +44,11 @@ def test_the_oracle_meets_the_targets_it_set(identities: list[dict], simulator: 
         assert oracle["specific_energy_Wh_kg"] == round(result.specific_energy_Wh_kg, 3)
         # a sensible design: not transport-limited, and where the lumped thermal model means something
         assert result.utilisation >= 0.8 and result.peak_temperature_K <= 345.0
+        # the areal-capacity band: the drawn spec +-capacity_tolerance (outward to 0.001 mAh/cm2), the oracle in it
+        low, high = targets["areal_capacity_mAh_cm2"]
+        capacity = areal_capacity(oracle["pos_thickness_m"], oracle["pos_porosity"])
+        assert low <= capacity <= high
+        assert (high - low) / capacity == pytest.approx(2 * DEFAULTS["capacity_tolerance"], abs=2.5e-3 / capacity)
 
 
 def test_everything_drawn_lies_in_its_ranges(identities: list[dict]) -> None:
@@ -73,7 +78,8 @@ def test_the_prompt_states_the_task_but_never_the_oracle(generator: CellDesignGe
         for shown in (f"{conditions['c_rate']:g}C", f"{conditions['ambient_temperature_K']:g} K",
                       f"{targets['min_specific_energy_Wh_kg']:g} Wh/kg", f"{targets['max_peak_temperature_K']:g} K",
                       f"at most {identity['budget']} times", ANSWER_FORMAT, "metres", "`neg_porosity`",
-                      "`np_ratio`"):
+                      "`np_ratio`", "4.8685 mAh/cm2 x L_p (1 - eps_p) / (75.6 µm x 0.665)",
+                      "between {:g} and {:g} mAh/cm2".format(*targets["areal_capacity_mAh_cm2"])):
             assert shown in prompt
         oracle = identity["oracle"]
         thickness_um = oracle["pos_thickness_m"] * 1e6
@@ -91,7 +97,13 @@ def test_records_keep_the_oracle_out_of_the_prompt(registry: Registry) -> None:
     for record in generate_records("battery_design", registry, overrides={"split_samples": "test:3"}):
         prompt = json.dumps(record["prompt"])
         oracle = record["reward_model"]["ground_truth"]["oracle"]
-        assert repr(oracle["pos_thickness_m"]) not in prompt and f"{oracle['pos_porosity']:g}" not in prompt
+        bounds = record["reward_model"]["ground_truth"]["bounds"]
+        # unless the oracle sits on the window's edge (its porosity does where the capacity's thickness would leave
+        # the window), which the prompt states
+        if oracle["pos_thickness_m"] not in bounds["pos_thickness_m"]:
+            assert repr(oracle["pos_thickness_m"]) not in prompt
+        if oracle["pos_porosity"] not in bounds["pos_porosity"]:
+            assert f"{oracle['pos_porosity']:g}" not in prompt
         assert record["extra_info"]["tools_kwargs"]["run_battery_simulation"]["create_kwargs"]["identity"][
             "oracle"] == oracle  # server-side only, where the reward and tool live
 
@@ -114,6 +126,13 @@ def test_settings_shape_the_task(simulator: CellSimulator) -> None:
     assert identity["targets"]["min_specific_energy_Wh_kg"] == pytest.approx(0.95 * result.specific_energy_Wh_kg,
                                                                               abs=0.1)
     assert identity["targets"]["max_peak_temperature_K"] == pytest.approx(result.peak_temperature_K + 3.0, abs=0.01)
+
+
+def test_without_a_capacity_tolerance_there_is_no_band(simulator: CellSimulator) -> None:
+    generator = CellDesignGenerator(c_rate=[1.0, 1.0], capacity_tolerance=0, oracle_candidates=2, oracle_steps=0)
+    identity = generator.case_generator(random.Random(3))
+    assert set(identity["targets"]) == {"min_specific_energy_Wh_kg", "max_peak_temperature_K"}
+    assert "mAh/cm2" not in generator.prompt_func(identity, random.Random(0))
 
 
 def test_the_oracle_is_the_best_candidate_under_a_price_of_heat(identities: list[dict],
@@ -149,6 +168,8 @@ def test_hidden_fields_name_the_oracle() -> None:
         ({"np_ratio": [0.8, 1.2]}, "np_ratio must satisfy 1 <= low <= high <= 1.5"),
         ({"oracle_candidates": 0}, "oracle_candidates must be a positive number"),
         ({"temperature_margin": 1}, "unknown config keys ['temperature_margin']"),
+        ({"capacity_tolerance": 0.6}, "capacity_tolerance must be in [0, 0.5)"),
+        ({"capacity_tolerance": -0.01}, "capacity_tolerance must be a positive number"),
     ],
 )
 def test_bad_settings_get_a_clear_error(config: dict, message: str) -> None:

@@ -108,6 +108,20 @@ def test_soft_score_formula(simulator: CellSimulator) -> None:
     assert soft_score(result, targets) == pytest.approx(((1 - 0.05 / 0.1) + (1 - 2.5 / 10)) / 2)
 
 
+def test_a_design_outside_the_capacity_band_scores_0(reward: CellDesignReward, make_identity,
+                                                    simulator: CellSimulator) -> None:
+    identity = make_identity(energy=270.0, temperature=315.0)  # the reference design meets both
+    identity["targets"]["areal_capacity_mAh_cm2"] = [4.85, 4.89]  # it has 4.8685 mAh/cm2
+    assert reward.verify_score(REFERENCE, identity, **episode_kwargs()) == 1.0
+    identity["targets"]["areal_capacity_mAh_cm2"] = [4.5, 4.6]
+    assert reward.verify_score(REFERENCE, identity, **episode_kwargs()) == 0.0
+    # soft: the mean of three closenesses, the capacity's 1 - (5.8% from the band) / 10%
+    soft = reward.verify_score(REFERENCE, identity, soft=True, **episode_kwargs())
+    assert soft == pytest.approx((1 + 1 + (1 - (4.8685 - 4.6) / 4.55 / 0.1)) / 3, abs=1e-3)
+    result = simulator.simulate(CellDesign(7.56e-05, 0.335), Conditions(1.0, 298.15, 10.0))
+    assert soft_score(result, identity["targets"]) == 1.0  # without the design the band cannot be judged
+
+
 def test_the_reward_reuses_the_tools_simulation(registry: Registry, reward: CellDesignReward,
                                                 simulator: CellSimulator, make_identity) -> None:
     tool = registry.component("tool", "battery_design/run_battery_simulation")

@@ -39,7 +39,7 @@ def test_reports_a_simulated_design_against_the_targets(make_identity, tool: Bat
     assert shown["discharge_time_s"] == round(expected.discharge_time_s, 1)
     assert shown["mass_kg"] == round(expected.mass_kg, 5)
     assert (shown["pos_thickness_m"], shown["pos_porosity"]) == (7.56e-05, 0.335)
-    assert shown["energy_target_met"] and shown["temperature_target_met"] and shown["both_targets_met"]
+    assert shown["energy_target_met"] and shown["temperature_target_met"] and shown["all_targets_met"]
     assert shown["calls_left"] == 7
     assert step_reward == 0.0 and metrics == {"calls": 1, "calls_left": 7, "simulated": True, "refused": 0}
 
@@ -49,8 +49,21 @@ def test_each_target_is_judged_on_its_own(make_identity, tool: BatterySimulation
     assert (json.loads(text)["energy_target_met"], json.loads(text)["temperature_target_met"]) == (False, True)
     [(text, _, _)] = _calls(tool, make_identity(energy=270.0, temperature=310.0), [GOOD])
     shown = json.loads(text)
-    assert (shown["energy_target_met"], shown["temperature_target_met"], shown["both_targets_met"]) == (
+    assert (shown["energy_target_met"], shown["temperature_target_met"], shown["all_targets_met"]) == (
         True, False, False)
+
+
+def test_the_areal_capacity_band_is_a_target_of_its_own(make_identity, tool: BatterySimulationTool) -> None:
+    # Chen2020's positive electrode: 4.8685 mAh/cm2, the formula of the prompt
+    identity = make_identity(energy=270.0, temperature=315.0)
+    shown = json.loads(_calls(tool, identity, [GOOD])[0][0])
+    assert shown["areal_capacity_mAh_cm2"] == 4.8685 and shown["nominal_capacity_Ah"] == 5.0
+    assert shown["capacity_target_met"]  # no band: always met
+    for band, met in (([4.85, 4.89], True), ([4.9, 5.0], False), ([4.7, 4.8], False)):
+        identity["targets"]["areal_capacity_mAh_cm2"] = band
+        shown = json.loads(_calls(tool, identity, [GOOD])[0][0])
+        assert (shown["energy_target_met"], shown["temperature_target_met"]) == (True, True)
+        assert (shown["capacity_target_met"], shown["all_targets_met"]) == (met, met)
 
 
 def test_the_budget_is_enforced_and_nothing_runs_past_it(make_identity, tool: BatterySimulationTool,

@@ -1,10 +1,12 @@
 """The reference agent: a trust-region search over the four design variables with the simulator tool, within the budget.
 
 It reads the task's conditions, targets, box and budget (what the prompt says), and tool results; never the oracle.
-Each turn it fits local linear models of the energy margin and the peak temperature to the designs simulated so far
-(with physics-signed prior slopes, so one result is enough to move), and simulates the design in the trust region
-that the models say meets both targets by the widest margin. It answers as soon as a simulated design meets both
-targets, or with the closest design when the budget is spent.
+With an areal-capacity band it only ever simulates designs at the band's centre: the capacity is the prompt's
+formula of the positive electrode's thickness and porosity, so the thickness follows from the porosity and the search
+moves the other three variables. Each turn it fits local linear models of the energy margin and the peak temperature
+to the designs simulated so far (with physics-signed prior slopes, so one result is enough to move), and simulates
+the design in the trust region that the models say meets the energy and temperature targets by the widest margin. It answers as soon as a simulated
+design meets every target, or with the closest design when the budget is spent.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import attrs
 import numpy as np
 
 from bootcamp_battery_design.answer import format_answer
-from bootcamp_battery_design.cell import DESIGN_VARIABLES
+from bootcamp_battery_design.cell import DESIGN_VARIABLES, areal_capacity, thickness_for_areal_capacity
 from bootcamp_battery_design.tools import DEFAULT_BUDGET, design_bounds
 from bootcamp_core import ReferenceAgent, message_text, tool_call_message
 
@@ -41,6 +43,10 @@ START = (0.35, 0.5, 0.2, 0.0)
 #: above ambient (the same changes run hotter).
 ENERGY_PRIOR = (25.0, -15.0, -5.0, -13.0)
 HEAT_PRIOR = (0.9, -0.45, -0.2, -0.13)
+#: The same at a fixed areal capacity, over (porosity, negative porosity, N/P ratio): a more porous cathode of the
+#: same loading is thicker (more electrolyte mass, a shorter electrode), so slightly less energy per kilogram.
+ENERGY_PRIOR_AT_CAPACITY = (-3.0, -5.0, -13.0)
+HEAT_PRIOR_AT_CAPACITY = (-0.1, -0.2, -0.13)
 #: Weight of the prior slopes against the results: small, so that the designs simulated so far decide as soon as
 #: there are a few of them (the prior only steers the first steps and the directions not yet explored). Chosen on
 #: 40 train-split tasks (0.5: 34/40 solved, 0.1: 38/40, 0.05: 39/40, 0.02: 40/40) and confirmed on the test split.
@@ -59,10 +65,13 @@ class Task:
     temperature_target_K: float
     bounds: tuple[tuple[float, float], ...]
     budget: int
+    #: The areal-capacity band [mAh/cm2], or None when the task has none.
+    capacity_band: tuple[float, float] | None = None
 
     @classmethod
     def from_identity(cls, identity: dict) -> Task:
         """The public part of an identity (the oracle is never read)."""
+        band = identity["targets"].get("areal_capacity_mAh_cm2")
         return cls(
             c_rate=float(identity["conditions"]["c_rate"]),
             ambient_K=float(identity["conditions"]["ambient_temperature_K"]),
@@ -70,6 +79,7 @@ class Task:
             temperature_target_K=float(identity["targets"]["max_peak_temperature_K"]),
             bounds=design_bounds(identity),
             budget=int(identity.get("budget", DEFAULT_BUDGET)),
+            capacity_band=None if band is None else (float(band[0]), float(band[1])),
         )
 
     def normalise(self, values: Sequence[float]) -> tuple[float, ...]:
@@ -83,6 +93,44 @@ class Task:
             values.append(min(max(value, low), high))
         return tuple(values)
 
+    @property
+    def size(self) -> int:
+        """How many coordinates the search moves: all four, or three at a fixed areal capacity."""
+        return len(self.bounds) - (self.capacity_band is not None)
+
+    def free(self, values: Sequence[float]) -> tuple[float, ...]:
+        """The search coordinates of a design: its normalised coordinates, without the thickness at a fixed areal
+        capacity (which the porosity sets)."""
+        point = self.normalise(values)
+        return point if self.capacity_band is None else point[1:]
+
+    def porosity_span(self) -> tuple[float, float]:
+        """The normalised porosities whose thickness at the band's centre lies in the window (all of them without a
+        band)."""
+        if self.capacity_band is None:
+            return 0.0, 1.0
+        target = sum(self.capacity_band) / 2
+        (thickness_low, thickness_high), (porosity_low, porosity_high) = self.bounds[0], self.bounds[1]
+        span = porosity_high - porosity_low or 1.0
+        low = (1 - target / areal_capacity(thickness_low, 0.0) - porosity_low) / span
+        high = (1 - target / areal_capacity(thickness_high, 0.0) - porosity_low) / span
+        return min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0)
+
+    def design_at(self, free: Sequence[float]) -> tuple[float, ...]:
+        """The design at search coordinates ``free``; at a fixed areal capacity the thickness that puts it at the
+        band's centre (where that thickness would leave the window, the window's edge and the porosity that gives
+        the centre there)."""
+        if self.capacity_band is None:
+            return self.design(free)
+        target = sum(self.capacity_band) / 2
+        (thickness_low, thickness_high), (porosity_low, porosity_high) = self.bounds[0], self.bounds[1]
+        porosity = porosity_low + min(max(free[0], 0.0), 1.0) * (porosity_high - porosity_low)
+        thickness = thickness_for_areal_capacity(target, porosity)
+        if not thickness_low <= thickness <= thickness_high:
+            thickness = min(max(thickness, thickness_low), thickness_high)
+            porosity = min(max(1 - target / areal_capacity(thickness, 0.0), porosity_low), porosity_high)
+        return self.design(self.normalise((thickness, porosity))[:2] + tuple(free[1:]))
+
 
 @attrs.frozen
 class Probe:
@@ -94,7 +142,8 @@ class Probe:
     met: bool  # as the tool judged it, on unrounded values
 
     def margins(self, task: Task) -> tuple[float, float]:
-        """(energy margin, temperature margin) in units of 1% and 1 K; both >= 0 means both targets met."""
+        """(energy margin, temperature margin) in units of 1% and 1 K; both >= 0 means both targets met
+        (the agent's designs meet an areal-capacity band by construction)."""
         energy = (self.specific_energy / task.energy_target - 1.0) / ENERGY_UNIT
         return energy, (task.temperature_target_K - self.peak_temperature_K) / TEMPERATURE_UNIT_K
 
@@ -117,22 +166,24 @@ def _fit(points: np.ndarray, values: np.ndarray, anchor: np.ndarray, prior: np.n
 
 
 def start_point(task: Task) -> tuple[float, ...]:
-    """Where the search starts, from the stated rate: :data:`START`, thinner and more porous the faster the
-    discharge (electrolyte transport and heat limit thick, dense cathodes at high rate)."""
+    """Where the search starts (search coordinates, see :meth:`Task.free`), from the stated rate: :data:`START`,
+    thinner and more porous the faster the discharge (electrolyte transport and heat limit thick, dense cathodes at
+    high rate); at a fixed areal capacity the capacity sets the thickness."""
     faster = min(max(task.c_rate - 0.5, 0.0), 1.5)
-    return (max(START[0] - 0.2 * faster, 0.0), min(START[1] + 0.25 * faster, 1.0), *START[2:])
+    point = (max(START[0] - 0.2 * faster, 0.0), min(START[1] + 0.25 * faster, 1.0), *START[2:])
+    return point if task.capacity_band is None else point[1:]
 
 
 def next_design(task: Task, probes: list[Probe], failed: Sequence[Sequence[float]] = ()) -> tuple[float, ...]:
     """The design to simulate next (values in the order of the design variables); ``failed`` designs are never
     proposed again."""
-    size = len(task.bounds)
-    visited = [task.normalise(design) for design in failed]
+    size = task.size
+    visited = [task.free(design) for design in failed]
     if not probes:
         if not visited:
-            return task.design(start_point(task))
-        return task.design([0.5 * value + 0.1 for value in start_point(task)])
-    coordinates = np.array([task.normalise(probe.values) for probe in probes])
+            return task.design_at(start_point(task))
+        return task.design_at([0.5 * value + 0.1 for value in start_point(task)])
+    coordinates = np.array([task.free(probe.values) for probe in probes])
     visited = np.array(visited + [tuple(row) for row in coordinates])
     best = max(range(len(probes)), key=lambda index: probes[index].merit(task))
     anchor = coordinates[best]
@@ -141,14 +192,18 @@ def next_design(task: Task, probes: list[Probe], failed: Sequence[Sequence[float
     energy = np.array([probe.margins(task)[0] for probe in probes])
     heat = np.array([probe.peak_temperature_K for probe in probes])
     scale = max(radius, 0.2)
-    energy_model = _fit(coordinates, energy, anchor, np.array(ENERGY_PRIOR[:size]), scale)
-    heat_model = _fit(coordinates, heat, anchor, rise * np.array(HEAT_PRIOR[:size]), scale)
+    energy_prior, heat_prior = ((ENERGY_PRIOR, HEAT_PRIOR) if task.capacity_band is None
+                                else (ENERGY_PRIOR_AT_CAPACITY, HEAT_PRIOR_AT_CAPACITY))
+    energy_model = _fit(coordinates, energy, anchor, np.array(energy_prior[:size]), scale)
+    heat_model = _fit(coordinates, heat, anchor, rise * np.array(heat_prior[:size]), scale)
     # Candidates: uniform in the trust-region ball around the best design so far, clipped to the box.
     generator = np.random.default_rng(len(probes) + 7919 * len(failed))
     directions = generator.normal(size=(CANDIDATES, size))
     directions /= np.linalg.norm(directions, axis=1, keepdims=True)
     lengths = radius * generator.random(CANDIDATES) ** (1 / size)
     candidates = np.clip(anchor + directions * lengths[:, None], 0.0, 1.0)
+    if task.capacity_band is not None:  # porosities whose thickness at the capacity lies in the window
+        candidates[:, 0] = np.clip(candidates[:, 0], *task.porosity_span())
     distances = np.sqrt(((candidates[:, None, :] - visited[None, :, :]) ** 2).sum(axis=2)).min(axis=1)
     offsets = candidates - anchor
     predicted_energy = energy_model[0] + offsets @ energy_model[1:]
@@ -158,8 +213,8 @@ def next_design(task: Task, probes: list[Probe], failed: Sequence[Sequence[float
     score -= 1e-3 * np.linalg.norm(offsets, axis=1)
     score[distances < MIN_SPACING] = -math.inf
     if not np.isfinite(score).any():
-        return task.design(anchor)
-    return task.design(candidates[int(np.argmax(score))])
+        return task.design_at(anchor)
+    return task.design_at(candidates[int(np.argmax(score))])
 
 
 def _radius(task: Task, probes: list[Probe]) -> float:
@@ -194,7 +249,7 @@ def probes_from_messages(messages: list[dict]) -> tuple[list[Probe], list[tuple[
                 result = json.loads(message_text(message.get("content")))
                 probes.append(Probe(tuple(float(result[variable.key]) for variable in DESIGN_VARIABLES),
                                     float(result["specific_energy_Wh_kg"]), float(result["peak_temperature_K"]),
-                                    bool(result["both_targets_met"])))
+                                    bool(result["all_targets_met"])))
                 continue
             except (ValueError, TypeError, KeyError):
                 pass
@@ -208,13 +263,13 @@ def probes_from_messages(messages: list[dict]) -> tuple[list[Probe], list[tuple[
 
 
 class SearchAgent(ReferenceAgent):
-    """Trust-region search with local linear models; answers the first design that meets both targets."""
+    """Trust-region search with local linear models; answers the first design that meets every target."""
 
     name: ClassVar[str] = "design_search"
     generators: ClassVar[tuple[str, ...]] = ("cell_design",)
 
     async def act(self, messages: list[dict], tools: list[dict], identity: dict, rng: random.Random) -> dict:
-        """A simulator call while no design meets both targets and budget is left, else the final answer."""
+        """A simulator call while no design meets every target and budget is left, else the final answer."""
         task = Task.from_identity(identity)
         probes, failed, calls = probes_from_messages(messages)
         solved = [probe for probe in probes if probe.met]
@@ -229,7 +284,7 @@ class SearchAgent(ReferenceAgent):
         if not candidates:
             return {"role": "assistant", "content": "The simulator returned no results, so I have no design to give."}
         best = max(candidates, key=lambda probe: (probe.met, probe.merit(task)))
-        verdict = "meets both targets" if best.met else "is the closest design I found"
+        verdict = "meets every target" if best.met else "is the closest design I found"
         return {
             "role": "assistant",
             "content": (

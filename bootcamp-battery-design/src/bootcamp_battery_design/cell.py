@@ -20,6 +20,9 @@ capacity). The rest of the cell follows so that the design stays physical:
   ``stack = L_cc,n + L_n + L_s + L_p + L_cc,p``.
 - **Capacity and current.** Nominal capacity scales with the positive loading and the electrode area,
   ``Q = Q0 * L_p (1 - eps_p) / (L_p0 (1 - eps_p0)) * width / width0``; the discharge current is ``c_rate * Q``.
+- **Areal capacity** of the positive electrode (its rated capacity per face area of the wound electrode) depends on
+  its loading alone: ``q = Q / (H width) = q0 * L_p (1 - eps_p) / (L_p0 (1 - eps_p0))`` with
+  ``q0 = Q0 / (H width0)``, 4.8685 mAh/cm2 for Chen2020's cell.
 - **Mass** (per electrode area, times the area): current collectors, both electrodes' solid phase and the electrolyte
   in their pores, and the separator's polymer and electrolyte:
   ``m/A = rho_Cu L_cc,n + rho_Al L_cc,p + L_n ((1 - eps_n) rho_gr + eps_n rho_e) + L_s ((1 - eps_s) rho_sep +
@@ -49,7 +52,9 @@ __all__ = [
     "Conditions",
     "DesignError",
     "DesignVariable",
+    "areal_capacity",
     "geometry",
+    "thickness_for_areal_capacity",
 ]
 
 # Chen2020's reference cell.
@@ -233,6 +238,21 @@ class CellGeometry:
     nominal_capacity_Ah: float
     mass_per_area_kg_m2: float
     mass_kg: float
+
+
+#: Chen2020's areal capacity [mAh/cm2]: its nominal capacity over one face of its electrode (0.065 m by 1.58 m).
+AREAL_CAPACITY_0 = NOMINAL_CAPACITY_0 / (ELECTRODE_HEIGHT * ELECTRODE_WIDTH_0) / 10.0
+
+
+def areal_capacity(thickness_m: float, porosity: float) -> float:
+    """The positive electrode's areal capacity [mAh/cm2] at this thickness [m] and porosity: proportional to its
+    active loading, whatever the rest of the design."""
+    return AREAL_CAPACITY_0 * thickness_m * (1 - porosity) / (POSITIVE_THICKNESS_0 * (1 - POSITIVE_POROSITY_0))
+
+
+def thickness_for_areal_capacity(capacity: float, porosity: float) -> float:
+    """The positive electrode thickness [m] that gives ``capacity`` [mAh/cm2] at ``porosity``."""
+    return capacity * POSITIVE_THICKNESS_0 * (1 - POSITIVE_POROSITY_0) / (AREAL_CAPACITY_0 * (1 - porosity))
 
 
 def geometry(design: CellDesign) -> CellGeometry:

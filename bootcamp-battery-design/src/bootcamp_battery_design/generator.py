@@ -9,11 +9,16 @@ from typing import Any, ClassVar
 from bootcamp_battery_design.answer import ANSWER_FORMAT
 from bootcamp_battery_design.cell import (
     AMBIENT_RANGE_K,
+    AREAL_CAPACITY_0,
     C_RATE_RANGE,
     DESIGN_VARIABLES,
     HEAT_TRANSFER_RANGE,
+    POSITIVE_POROSITY_0,
+    POSITIVE_THICKNESS_0,
     CellDesign,
     Conditions,
+    areal_capacity,
+    thickness_for_areal_capacity,
 )
 from bootcamp_battery_design.simulator import SimulationError, get_simulator
 from bootcamp_core import ConfigError, GenerationError, TaskGenerator
@@ -27,9 +32,10 @@ DEFAULTS: dict[str, Any] = {
     **{variable.key: list(variable.bounds) for variable in DESIGN_VARIABLES},
     "window": 0.3,
     "oracle_candidates": 4,
-    "oracle_steps": 12,
+    "oracle_steps": 4,
     "energy_fraction": 0.997,
     "temperature_margin_K": 0.1,
+    "capacity_tolerance": 0.005,
     "budget": 12,
     "min_utilisation": 0.8,
     "max_oracle_temperature_K": 345.0,
@@ -42,6 +48,9 @@ PRICE_SPREAD = 3.0
 ORACLE_STEP = (0.15, 0.02, 0.3)
 #: Grid of each design variable's manufacturing window edges (thickness in metres, porosities, N/P ratio).
 WINDOW_GRID = (1e-6, 0.01, 0.01, 0.01)
+#: Where the areal-capacity spec is drawn (uniformly), as a share of the range the window's loadings span (its thin,
+#: porous corner to its thick, dense one): away from the ends, so the spec's designs are not one corner of the window.
+CAPACITY_SPREAD = (0.1, 0.9)
 #: Decimals kept of each drawn condition (C-rate, K, W/(m2 K)), so prompts and identities stay short and exact.
 CONDITION_DECIMALS = (2, 1, 1)
 
@@ -74,8 +83,10 @@ def _positive(settings: dict[str, Any], key: str, integer: bool = False) -> Any:
 class CellDesignGenerator(TaskGenerator):
     """Draws conditions and a hidden design, simulates it, and asks for a design at least as good.
 
-    Targets: specific energy >= ``energy_fraction`` of the oracle's (rounded down to 0.1 Wh/kg) and peak temperature
-    <= the oracle's plus ``temperature_margin_K`` (rounded up to 0.01 K), so the oracle itself always meets both.
+    Targets: the positive electrode's areal capacity within ``capacity_tolerance`` of a drawn spec (a product's
+    capacity, rounded outward to 0.001 mAh/cm2; none when the tolerance is 0), specific energy >= ``energy_fraction``
+    of the oracle's (rounded down to 0.1 Wh/kg) and peak temperature <= the oracle's plus ``temperature_margin_K``
+    (rounded up to 0.01 K). The oracle is searched among the designs of that capacity, so it meets all three.
     Oracles are drawn again (from the same ``rng``) while they are transport-limited (delivered capacity below
     ``min_utilisation`` of nominal), hotter than ``max_oracle_temperature_K``, or fail to simulate: nobody asks to
     match a design that wastes a fifth of its cathode, and the lumped thermal model means little far above 345 K.
@@ -109,6 +120,10 @@ class CellDesignGenerator(TaskGenerator):
             raise ConfigError(f"energy_fraction must be in (0, 1], got {self.energy_fraction!r}",
                               field="energy_fraction")
         self.temperature_margin = _positive(settings, "temperature_margin_K")
+        tolerance = settings["capacity_tolerance"]
+        self.capacity_tolerance = 0.0 if tolerance == 0 else _positive(settings, "capacity_tolerance")
+        if self.capacity_tolerance >= 0.5:
+            raise ConfigError(f"capacity_tolerance must be in [0, 0.5), got {tolerance!r}", field="capacity_tolerance")
         self.budget = _positive(settings, "budget", integer=True)
         self.min_utilisation = _positive(settings, "min_utilisation")
         self.max_temperature = _positive(settings, "max_oracle_temperature_K")
@@ -134,9 +149,21 @@ class CellDesignGenerator(TaskGenerator):
             window.append((float(f"{edge_low:.12g}"), float(f"{edge_high:.12g}")))
         return tuple(window)
 
-    def _draw_oracle(self, rng: random.Random, conditions: Conditions,
-                     box: tuple[tuple[float, float], ...]) -> tuple[CellDesign, Any] | None:
+    def _draw_capacity(self, rng: random.Random, box: tuple[tuple[float, float], ...]) -> float | None:
+        """The areal capacity [mAh/cm2] the task's product asks for: uniform in :data:`CAPACITY_SPREAD` of the
+        range the window's loadings span (3 decimals); ``None`` without a capacity target."""
+        if not self.capacity_tolerance:
+            return None
+        (thickness_low, thickness_high), (porosity_low, porosity_high) = box[0], box[1]
+        low, high = areal_capacity(thickness_low, porosity_high), areal_capacity(thickness_high, porosity_low)
+        return round(low + rng.uniform(*CAPACITY_SPREAD) * (high - low), 3)
+
+    def _draw_oracle(self, rng: random.Random, conditions: Conditions, box: tuple[tuple[float, float], ...],
+                     capacity: float | None = None) -> tuple[CellDesign, Any] | None:
         """A design near the energy/heat front of the conditions, at a random place along it, or ``None``.
+
+        With an areal ``capacity`` the search runs on the designs that have it: the positive electrode's thickness
+        follows from its porosity (:meth:`_design`), so the search moves the other three variables.
 
         The merit of a design is ``E / E_scale - price * (T_peak - T_ambient) / rise_scale``, with the price of heat
         drawn log-uniformly in [1/PRICE_SPREAD, PRICE_SPREAD]. The best of ``oracle_candidates`` random usable designs
@@ -161,10 +188,11 @@ class CellDesignGenerator(TaskGenerator):
             rise = result.peak_temperature_K - conditions.ambient_temperature_K
             return result.specific_energy_Wh_kg / scale["energy"] - price * rise / scale["rise"]
 
+        size = len(box) - (capacity is not None)
         found = []
         for _ in range(self.candidates):
-            point = [rng.random() for _ in box]
-            result = usable(self._design(point, box))
+            point = [rng.random() for _ in range(size)]
+            result = usable(self._design(point, box, capacity))
             if result is not None:
                 found.append((point, result))
         if not found:
@@ -176,38 +204,53 @@ class CellDesignGenerator(TaskGenerator):
         step = ORACLE_STEP[0]
         for _ in range(self.steps):
             trial = [min(max(value + rng.gauss(0.0, step), 0.0), 1.0) for value in point]
-            result = usable(self._design(trial, box))
+            result = usable(self._design(trial, box, capacity))
             if result is not None and merit(result) > merit(best):
                 point, best, step = trial, result, min(ORACLE_STEP[2], step * 1.5)
             else:
                 step = max(ORACLE_STEP[1], step * 0.6)
-        return self._design(point, box), best
+        return self._design(point, box, capacity), best
 
     @staticmethod
-    def _design(point: list[float], box: tuple[tuple[float, float], ...]) -> CellDesign:
-        return CellDesign(*(low + value * (high - low) for value, (low, high) in zip(point, box)))
+    def _design(point: list[float], box: tuple[tuple[float, float], ...], capacity: float | None = None) -> CellDesign:
+        """The design at normalised window coordinates ``point``; with an areal ``capacity``, ``point`` leaves out
+        the thickness, which follows from the porosity (kept in the window by moving the porosity where it must)."""
+        if capacity is None:
+            return CellDesign(*(low + value * (high - low) for value, (low, high) in zip(point, box)))
+        (thickness_low, thickness_high), (porosity_low, porosity_high) = box[0], box[1]
+        porosity = porosity_low + point[0] * (porosity_high - porosity_low)
+        thickness = thickness_for_areal_capacity(capacity, porosity)
+        if not thickness_low <= thickness <= thickness_high:
+            thickness = min(max(thickness, thickness_low), thickness_high)
+            porosity = 1 - capacity / areal_capacity(thickness, 0.0)
+        rest = (low + value * (high - low) for value, (low, high) in zip(point[1:], box[2:]))
+        return CellDesign(thickness, porosity, *rest)
 
     def case_generator(self, rng: random.Random) -> dict:
         """Conditions, targets, the search box, the budget and the hidden ``oracle``, drawn only from ``rng``."""
         for _ in range(self.max_draws):
             conditions = self._draw_conditions(rng)
             box = self._draw_window(rng)
-            drawn = self._draw_oracle(rng, conditions, box)
+            capacity = self._draw_capacity(rng, box)
+            drawn = self._draw_oracle(rng, conditions, box, capacity)
             if drawn is None:
                 continue
             oracle, result = drawn
             energy_target = math.floor(self.energy_fraction * result.specific_energy_Wh_kg * 10) / 10
             temperature_target = math.ceil((result.peak_temperature_K + self.temperature_margin) * 100) / 100
+            targets = {"min_specific_energy_Wh_kg": energy_target, "max_peak_temperature_K": temperature_target}
+            if capacity is not None:
+                targets["areal_capacity_mAh_cm2"] = [
+                    math.floor(capacity * (1 - self.capacity_tolerance) * 1000) / 1000,
+                    math.ceil(capacity * (1 + self.capacity_tolerance) * 1000) / 1000,
+                ]
             return {
                 "conditions": {
                     "c_rate": conditions.c_rate,
                     "ambient_temperature_K": conditions.ambient_temperature_K,
                     "heat_transfer_coefficient_W_m2K": conditions.heat_transfer_coefficient,
                 },
-                "targets": {
-                    "min_specific_energy_Wh_kg": energy_target,
-                    "max_peak_temperature_K": temperature_target,
-                },
+                "targets": targets,
                 "bounds": {variable.key: list(bounds) for variable, bounds in zip(DESIGN_VARIABLES, box)},
                 "budget": self.budget,
                 "oracle": {
@@ -224,6 +267,12 @@ class CellDesignGenerator(TaskGenerator):
     def prompt_func(self, identity: dict, rng: random.Random) -> str:
         """The conditions, the targets, the box, the budget and the answer format; never the oracle."""
         conditions, targets, bounds = identity["conditions"], identity["targets"], identity["bounds"]
+        band = targets.get("areal_capacity_mAh_cm2")
+        capacity = "" if band is None else (
+            f"- areal capacity of the positive electrode between {band[0]:g} and {band[1]:g} mAh/cm2 (the product's "
+            f"capacity spec; it is {AREAL_CAPACITY_0:.4f} mAh/cm2 x L_p (1 - eps_p) / ({POSITIVE_THICKNESS_0 * 1e6:g} "
+            f"µm x {1 - POSITIVE_POROSITY_0:g}), L_p the positive thickness and eps_p its porosity)\n"
+        )
         box = "\n".join(f"- `{variable.argument}`: {variable.description}, between {bounds[variable.key][0]:g} and "
                         f"{bounds[variable.key][1]:g}" for variable in DESIGN_VARIABLES)
         return (
@@ -233,16 +282,17 @@ class CellDesignGenerator(TaskGenerator):
             f"- discharge rate: {conditions['c_rate']:g}C\n"
             f"- ambient and initial temperature: {conditions['ambient_temperature_K']:g} K\n"
             f"- total heat-transfer coefficient: {conditions['heat_transfer_coefficient_W_m2K']:g} W/(m2 K)\n\n"
-            "Targets, both to be met:\n"
+            f"Targets, {'all' if band else 'both'} to be met:\n"
             f"- specific energy at least {targets['min_specific_energy_Wh_kg']:g} Wh/kg\n"
-            f"- peak cell temperature at most {targets['max_peak_temperature_K']:g} K\n\n"
+            f"- peak cell temperature at most {targets['max_peak_temperature_K']:g} K\n"
+            f"{capacity}\n"
             "Choose the four design variables within this task's manufacturing window (a design outside it is "
             f"invalid, and the simulator refuses it):\n{box}\n\n"
             "The negative electrode's thickness follows from the N/P ratio (the cell's lithium is the positive "
             "electrode's capacity), and the electrode length adapts so the jelly roll fills the same can.\n\n"
             f"You can call `run_battery_simulation` at most {identity['budget']} times; each call simulates one "
             "design under these conditions and reports its specific energy, peak temperature, discharge time and "
-            "mass, and whether each target is met. "
+            "mass, nominal and areal capacity, and whether each target is met. "
             f"Give your final design in exactly this form, in this order:\n\n{ANSWER_FORMAT}\n\n"
             "for example \\boxed{8.5e-05, 0.32, 0.25, 1.1}."
         )

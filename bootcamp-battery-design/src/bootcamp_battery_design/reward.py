@@ -1,13 +1,13 @@
-"""The reward: re-simulates the boxed design under the task's conditions and checks both targets."""
+"""The reward: re-simulates the boxed design under the task's conditions and checks every target."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 from bootcamp_battery_design.answer import extract_design
-from bootcamp_battery_design.cell import CellDesign, Conditions, DesignError
+from bootcamp_battery_design.cell import CellDesign, Conditions, DesignError, areal_capacity
 from bootcamp_battery_design.simulator import CellPerformance, get_simulator
-from bootcamp_battery_design.tools import design_bounds
+from bootcamp_battery_design.tools import design_bounds, targets_met
 from bootcamp_core import Reward, config_flag, config_number
 
 __all__ = ["CellDesignReward", "soft_score"]
@@ -23,23 +23,34 @@ def soft_score(
     targets: dict,
     energy_scale: float = SOFT_ENERGY_SCALE,
     temperature_scale_K: float = SOFT_TEMPERATURE_SCALE_K,
+    design: CellDesign | None = None,
 ) -> float:
-    """Mean of two closenesses, each 1 when its target is met and falling linearly to 0 at its scale."""
+    """Mean of the targets' closenesses, each 1 when its target is met and falling linearly to 0 at its scale; with
+    an areal-capacity band (and the ``design``) a third, falling to 0 at ``energy_scale`` relative distance from the
+    band."""
     energy_target = float(targets["min_specific_energy_Wh_kg"])
     shortfall = max(0.0, 1.0 - result.specific_energy_Wh_kg / energy_target)
     excess = max(0.0, result.peak_temperature_K - float(targets["max_peak_temperature_K"]))
     energy = max(0.0, 1.0 - shortfall / energy_scale) if energy_scale > 0 else float(shortfall == 0)
     temperature = max(0.0, 1.0 - excess / temperature_scale_K) if temperature_scale_K > 0 else float(excess == 0)
-    return (energy + temperature) / 2
+    band = targets.get("areal_capacity_mAh_cm2")
+    if band is None or design is None:
+        return (energy + temperature) / 2
+    capacity = areal_capacity(design.thickness_m, design.porosity)
+    low, high = float(band[0]), float(band[1])
+    distance = max(0.0, low - capacity, capacity - high) / ((low + high) / 2)
+    closeness = max(0.0, 1.0 - distance / energy_scale) if energy_scale > 0 else float(distance == 0)
+    return (energy + temperature + closeness) / 3
 
 
 class CellDesignReward(Reward):
-    """1.0 when the last ``\\boxed{...}`` design meets both targets when simulated again, else 0.0.
+    """1.0 when the last ``\\boxed{...}`` design meets every target when simulated again, else 0.0.
 
     The design must lie in the task's box. With the verify kwarg (or config) ``soft=True`` a design that misses gets
     partial credit: the mean of ``1 - shortfall / soft_energy_scale`` (relative specific-energy shortfall, default
-    scale 10%) and ``1 - excess / soft_temperature_scale_K`` (peak temperature above target, default 10 K), each
-    clamped to [0, 1]; only a design meeting both targets scores 1. Tool use never enters the score.
+    scale 10%), ``1 - excess / soft_temperature_scale_K`` (peak temperature above target, default 10 K) and, with an
+    areal-capacity band, ``1 - distance / soft_energy_scale`` (relative distance from the band), each clamped to
+    [0, 1]; only a design meeting every target scores 1. Tool use never enters the score.
     """
 
     name: ClassVar[str] = "cell_design"
@@ -62,9 +73,7 @@ class CellDesignReward(Reward):
             targets = identity["targets"]
         except (DesignError, KeyError, TypeError, IndexError):
             return 0.0
-        met = (result.specific_energy_Wh_kg >= float(targets["min_specific_energy_Wh_kg"])
-               and result.peak_temperature_K <= float(targets["max_peak_temperature_K"]))
-        if met:
+        if all(targets_met(design, result, targets)):
             return 1.0
         if not kwargs.get("soft", self.config.get("soft", False)):
             return 0.0
@@ -74,4 +83,5 @@ class CellDesignReward(Reward):
             float(kwargs.get("soft_energy_scale", self.config.get("soft_energy_scale", SOFT_ENERGY_SCALE))),
             float(kwargs.get("soft_temperature_scale_K",
                              self.config.get("soft_temperature_scale_K", SOFT_TEMPERATURE_SCALE_K))),
+            design,
         )

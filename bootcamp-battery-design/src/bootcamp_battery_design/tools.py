@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from bootcamp_battery_design.cell import DESIGN_VARIABLES, CellDesign, Conditions, DesignError
+from bootcamp_battery_design.cell import DESIGN_VARIABLES, CellDesign, Conditions, DesignError, areal_capacity
 from bootcamp_battery_design.simulator import CellPerformance, get_simulator
 from bootcamp_core import CallBudget, Tool, config_whole_number
 
-__all__ = ["DEFAULT_BUDGET", "BatterySimulationTool", "design_bounds", "report"]
+__all__ = ["DEFAULT_BUDGET", "BatterySimulationTool", "design_bounds", "report", "targets_met"]
 
 #: Calls per episode when neither the identity nor the tool config sets a budget.
 DEFAULT_BUDGET = 8
@@ -24,10 +24,21 @@ def design_bounds(identity: dict) -> tuple[tuple[float, float], ...]:
                  for box in (bounds.get(variable.key, variable.bounds) for variable in DESIGN_VARIABLES))
 
 
+def targets_met(design: CellDesign, result: CellPerformance, targets: dict) -> tuple[bool, bool, bool]:
+    """(energy, temperature, areal capacity) target met, on unrounded values; a task without an areal-capacity
+    band (``targets["areal_capacity_mAh_cm2"]``, ``[low, high]``) meets that one always."""
+    energy = result.specific_energy_Wh_kg >= float(targets["min_specific_energy_Wh_kg"])
+    temperature = result.peak_temperature_K <= float(targets["max_peak_temperature_K"])
+    band = targets.get("areal_capacity_mAh_cm2")
+    capacity = True
+    if band is not None:
+        capacity = float(band[0]) <= areal_capacity(design.thickness_m, design.porosity) <= float(band[1])
+    return energy, temperature, capacity
+
+
 def report(design: CellDesign, result: CellPerformance, targets: dict) -> dict[str, Any]:
     """What the tool shows for one simulated design."""
-    energy_met = result.specific_energy_Wh_kg >= float(targets["min_specific_energy_Wh_kg"])
-    temperature_met = result.peak_temperature_K <= float(targets["max_peak_temperature_K"])
+    energy_met, temperature_met, capacity_met = targets_met(design, result, targets)
     return {
         **{variable.key: value for variable, value in zip(DESIGN_VARIABLES, design.values)},
         "specific_energy_Wh_kg": round(result.specific_energy_Wh_kg, 2),
@@ -35,9 +46,12 @@ def report(design: CellDesign, result: CellPerformance, targets: dict) -> dict[s
         "discharge_time_s": round(result.discharge_time_s, 1),
         "energy_Wh": round(result.energy_Wh, 3),
         "mass_kg": round(result.mass_kg, 5),
+        "nominal_capacity_Ah": round(result.nominal_capacity_Ah, 4),
+        "areal_capacity_mAh_cm2": round(areal_capacity(design.thickness_m, design.porosity), 4),
         "energy_target_met": energy_met,
         "temperature_target_met": temperature_met,
-        "both_targets_met": energy_met and temperature_met,
+        "capacity_target_met": capacity_met,
+        "all_targets_met": energy_met and temperature_met and capacity_met,
     }
 
 
@@ -52,7 +66,7 @@ class BatterySimulationTool(Tool):
     description: ClassVar[str] = (
         "Simulate a constant-current discharge (DFN model with lumped thermal, PyBaMM) of the cell with the given "
         "electrode design under this task's operating conditions. Returns specific energy [Wh/kg], peak "
-        "temperature [K], discharge time [s], mass [kg] and whether each target is met. Limited number of calls."
+        "temperature [K], discharge time [s], mass [kg], nominal and areal capacity and whether each target is met. Limited number of calls."
     )
     parameters: ClassVar[dict] = {
         "type": "object",
@@ -99,7 +113,7 @@ class BatterySimulationTool(Tool):
             text = f"Error: {error}. Nothing was simulated; {left} call{'s' if left != 1 else ''} left."
             return text, 0.0, self._metrics(instance_id, simulated=False)
         shown = report(design, result, identity["targets"])
-        state["solved"] = state["solved"] or shown["both_targets_met"]
+        state["solved"] = state["solved"] or shown["all_targets_met"]
         shown["calls_left"] = left
         return json.dumps(shown), 0.0, self._metrics(instance_id, simulated=True)
 
@@ -124,5 +138,5 @@ class BatterySimulationTool(Tool):
         return {**self.budget.metrics(instance_id), "simulated": simulated}
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
-        """1.0 when some design simulated in the episode met both targets, else 0.0."""
+        """1.0 when some design simulated in the episode met every target, else 0.0."""
         return 1.0 if self.state(instance_id)["solved"] else 0.0
