@@ -317,7 +317,8 @@ def end_to_end(args, records: list[dict], scale: int, registry) -> None:
             print(describe(f"concurrency {concurrency:>5}, 1 tool turn", row))
         best = max(row["episodes_per_s"] for row in rows.values())
         ratio = rows[1000]["episodes_per_s"] / best
-        print(f"(c) episodes/s at 1,000 over the best level: {ratio:.2f} (target >= 0.80): {verdict(ratio >= 0.8)}")
+        print(f"(c) episodes/s at 1,000 over the best level: {ratio:.2f} (our own line, no collapse: >= 0.80; the "
+              f"scripted server shares the two cores): {verdict(ratio >= 0.8)}")
         if "e" not in args.sections:
             return
         print("\n== (e) the policy path: episode length at concurrency 64 (tool turns per episode; each turn re-sends "
@@ -351,7 +352,8 @@ def end_to_end(args, records: list[dict], scale: int, registry) -> None:
         flat = alone["auto", 40] / alone["auto", 1]
         print(f"(f) client CPU per request, 40 tool turns of history over 1, no engine: {alone['auto', 40]:.3f} / "
               f"{alone['auto', 1]:.3f} ms = {flat:.2f} (through the SDK's raw post: "
-              f"{alone['sdk', 40] / alone['sdk', 1]:.2f}; target <= 1.25, flat): {verdict(flat <= 1.25)}")
+              f"{alone['sdk', 40] / alone['sdk', 1]:.2f}; our own line, stricter than the issue's (e2): <= 1.25; the bytes of "
+              f"a longer history still cost their send): {verdict(flat <= 1.25)}")
         best_rate = max(row["rate"] for row in (*rows.values(), *by_length.values()))
         print(f"(e3) turns/s end to end, best level: {best_rate:,.0f} (target >= 2,000): {verdict(best_rate >= 2000)}")
         speedup = c64["rate"] / c64["bare_rate"]
