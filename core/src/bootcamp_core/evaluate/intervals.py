@@ -11,6 +11,8 @@ records that all agree) gives ``[value, value]``; no record gives ``[0, 0]``.
 
 Fast without numpy: records with equal (numerator, denominator) are pooled, and when there are few such profiles (0/1
 scores) a resample is one multinomial draw over them, by binomials; otherwise the records' sums are drawn directly.
+Small in memory: :func:`streamed_ratio_interval` reads the units in passes from where they are kept (a summary's
+per-record arrays) and pools them as they pass; only drawing directly copies them, into two flat arrays.
 
 The flip rate is the share of records with at least 2 finished episodes (no infrastructure error) whose episodes
 disagree on solved; None when no record has 2.
@@ -23,11 +25,13 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from operator import itemgetter
 
-__all__ = ["CONFIDENCE", "DEFAULT_SEED", "INTERVAL_DEFINITION", "RESAMPLES", "flip_rate", "ratio_interval"]
+__all__ = ["CONFIDENCE", "DEFAULT_SEED", "INTERVAL_DEFINITION", "RESAMPLES", "flip_rate", "ratio_interval",
+           "streamed_ratio_interval"]
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -48,20 +52,49 @@ def ratio_interval(units: Iterable[tuple[float, float]], *, resamples: int = RES
 
     One unit is one record, ``(numerator, denominator)``: ``(score sum, episodes)`` gives the mean score.
     """
-    units = [(float(num), float(den)) for num, den in units]
-    if not units:
+    listed = list(units)
+    return streamed_ratio_interval(lambda: listed, resamples=resamples, seed=seed, confidence=confidence)
+
+
+def streamed_ratio_interval(units: Callable[[], Iterable[tuple[float, float]]], *, resamples: int = RESAMPLES,
+                            seed: int = DEFAULT_SEED, confidence: float = CONFIDENCE) -> list[float]:
+    """:func:`ratio_interval` of the units ``units()`` yields, each call anew in the same order: the units are
+    counted and pooled as they pass, so no list of them is built unless there are too many profiles to pool (then
+    two flat arrays, 16 bytes a unit)."""
+    size = 0
+    for _, den in units():
+        size += 1
+        if float(den) <= 0:
+            raise ValueError("every unit needs a positive denominator")
+    if not size:
         return [0.0, 0.0]
-    if any(den <= 0 for _, den in units):
-        raise ValueError("every unit needs a positive denominator")
-    point = sum(num for num, _ in units) / sum(den for _, den in units)
-    profiles = Counter(units)
-    if len({num / den for num, den in profiles}) == 1:  # one record, or all agree: every resample gives the point
+    point = sum(float(num) for num, _ in units()) / sum(float(den) for _, den in units())
+    profiles: Counter = Counter()
+    poolable = True  # at most size / 4 profiles: pooled; counting stops at the first profile beyond
+    first_ratio: float | None = None
+    agree = True
+    for num, den in units():
+        num, den = float(num), float(den)
+        ratio = num / den
+        if first_ratio is None:
+            first_ratio = ratio
+        elif ratio != first_ratio:
+            agree = False
+        if poolable:
+            profiles[num, den] += 1
+            poolable = len(profiles) * 4 <= size
+    if agree:  # one record, or all agree: every resample gives the point
         return [point, point]
     rng = random.Random(seed)
-    if len(profiles) * 4 <= len(units):
-        stats = _pooled_resamples(sorted(profiles.items()), len(units), resamples, rng)
+    if poolable:
+        stats = _pooled_resamples(sorted(profiles.items()), size, resamples, rng)
     else:
-        stats = _direct_resamples(units, resamples, rng)
+        del profiles
+        nums, dens = array("d"), array("d")
+        for num, den in units():
+            nums.append(float(num))
+            dens.append(float(den))
+        stats = _direct_resamples(nums, dens, resamples, rng)
     stats.sort()
     tail = (1.0 - confidence) / 2
     return [_quantile(stats, tail), _quantile(stats, 1.0 - tail)]
@@ -78,10 +111,8 @@ def flip_rate(outcomes: Iterable[tuple[int, int]]) -> tuple[float | None, int]:
     return (flipped / eligible if eligible else None), flipped
 
 
-def _direct_resamples(units: list[tuple[float, float]], resamples: int, rng: random.Random) -> list[float]:
-    size = len(units)
-    nums = [num for num, _ in units]
-    dens = [den for _, den in units]
+def _direct_resamples(nums: array, dens: array, resamples: int, rng: random.Random) -> list[float]:
+    size = len(nums)
     if len(set(dens)) == 1:  # equal repeats per record: only the numerators vary
         total = dens[0] * size
         return [sum(rng.choices(nums, k=size)) / total for _ in range(resamples)]

@@ -287,7 +287,10 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
 
     # the summary and the report's parts take each line as its batch reaches the disk, in the file's order, so the
     # results file is not read again at the end; a resumed run's earlier lines go in first
-    summary_so_far, parts = Summary(), ReportParts()
+    # each (record, repeat) is written once (a resumed file is rewritten without repeated keys), so the summary
+    # forgets a record's key with its last repeat: its memory is the records in flight and a few counts per record
+    repeats = max([config.repeats, *(_repeat_of(key) + 1 for key in finished)])
+    summary_so_far, parts = Summary(repeats=repeats), ReportParts()
 
     def written(values: list[dict]) -> None:
         for value in values:
@@ -441,6 +444,12 @@ def _retries_since(before: dict | None, stats: Any) -> dict:
 
 #: More than this share of episodes ending at a turn limit is warned about: the scores are likely cut short.
 TURN_LIMIT_WARN_SHARE = 0.05
+
+
+def _repeat_of(key: str) -> int:
+    """The repeat of an episode key ``record:repeat`` (0 for a key without one)."""
+    record, _, repeat = key.rpartition(":")
+    return int(repeat) if record and repeat.isdecimal() else 0
 
 
 def _warn_turn_limits(summary: dict) -> None:

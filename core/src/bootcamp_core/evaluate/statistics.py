@@ -24,7 +24,7 @@ from typing import Any
 
 from bootcamp_core.blocks import last_assistant_text
 from bootcamp_core.data.io import AtomicFile
-from bootcamp_core.evaluate.intervals import INTERVAL_DEFINITION, flip_rate, ratio_interval
+from bootcamp_core.evaluate.intervals import INTERVAL_DEFINITION, flip_rate, streamed_ratio_interval
 from bootcamp_core.evaluate.results import iter_result_lines
 from bootcamp_core.plugin.components import is_solved
 
@@ -77,13 +77,13 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 class _RecordCounts:
     """Per-record counts of one group, a row per record in the order the group first saw it, in flat arrays
-    (about 24 bytes a record): episodes n, solved c, score sum, finished (no infrastructure error), solved among
-    the finished."""
+    (12 bytes a record while no record has more than 255 episodes, 24 after): episodes n, solved c, score sum,
+    finished (no infrastructure error), solved among the finished."""
 
     __slots__ = ("c", "finished", "n", "score", "solved")
 
     def __init__(self) -> None:
-        self.n, self.c, self.finished, self.solved = array("I"), array("I"), array("I"), array("I")
+        self.n, self.c, self.finished, self.solved = array("B"), array("B"), array("B"), array("B")
         self.score = array("d")
 
     def __len__(self) -> int:
@@ -95,7 +95,12 @@ class _RecordCounts:
         return len(self.n) - 1
 
     def add(self, row: int, solved: bool, score: float, success: bool) -> None:
-        self.n[row] += 1
+        try:
+            self.n[row] += 1  # n counts the most: when no count fits a byte, n is the first not to
+        except OverflowError:
+            self.n, self.c, self.finished, self.solved = (array("I", column) for column in
+                                                          (self.n, self.c, self.finished, self.solved))
+            self.n[row] += 1
         self.c[row] += solved
         self.score[row] += score
         self.finished[row] += success
@@ -115,11 +120,17 @@ class _RecordIndex:
     overall figures add up.
 
     Record keys (32 bytes each, :func:`_compact_key`) live in one flat byte array, found through an
-    open-addressing table of record numbers: about 80 bytes a record in all, with the counts, where a dict of keys
-    takes twice that, so a summary's memory grows as little as it can with the records it must tell apart."""
+    open-addressing table of record numbers: about 70 bytes a record in all, with the counts, where a dict of keys
+    takes twice that, so a summary's memory grows as little as it can with the records it must tell apart. With
+    ``repeats`` (a run's lines) only the records in flight keep their key: 20 bytes a record in all."""
 
-    def __init__(self) -> None:
+    def __init__(self, repeats: int | None = None) -> None:
         self.tables: list[_RecordCounts] = []
+        #: with ``repeats`` (a run's lines: each (record, repeat) once), the keys of the records still expecting a
+        #: line -> [record number, its lines so far]; a record's key is dropped with its last repeat, so the index
+        #: holds the records in flight only and a record costs its counts alone
+        self.repeats = repeats
+        self._live: dict[bytes, list[int]] = {}
         self._keys = bytearray()  # record number -> its key, KEY_BYTES each, in order of first appearance
         self._slots = array("I", bytes(4 * 1024))  # open addressing: 0 free, else record number + 1
         self.group_of = array("I")  # record number -> the group that saw it first
@@ -132,6 +143,8 @@ class _RecordIndex:
 
     def _number(self, key: bytes) -> int:
         """The record number of ``key``, a new one when the key is new."""
+        if self.repeats is not None:
+            return self._live_number(key)
         slots, keys = self._slots, self._keys
         mask = len(slots) - 1
         slot = int.from_bytes(key[:8], "little") & mask
@@ -152,6 +165,21 @@ class _RecordIndex:
             self._grow()
         return -1 - number  # new: the caller sets its group and row
 
+    def _live_number(self, key: bytes) -> int:
+        """:meth:`_number` among the records in flight: the key is forgotten with the record's last repeat."""
+        entry = self._live.get(key)
+        if entry is None:
+            number = len(self.group_of)
+            self.group_of.append(0)
+            self.row_of.append(0)
+            if self.repeats > 1:  # type: ignore[operator]
+                self._live[key] = [number, 1]
+            return -1 - number
+        entry[1] += 1
+        if entry[1] >= self.repeats:  # type: ignore[operator]
+            del self._live[key]
+        return entry[0]
+
     def _grow(self) -> None:
         slots = array("I", bytes(8 * len(self._slots)))
         mask = len(slots) - 1
@@ -163,8 +191,9 @@ class _RecordIndex:
             slots[slot] = number + 1
         self._slots = slots
 
-    def row(self, key: bytes, group: int) -> int:
-        number = self._number(key)
+    def row(self, key: bytes | None, group: int) -> int:
+        """The row of ``key``'s record in ``group``'s table (None: a new record, for a run of one repeat)."""
+        number = self._number(key) if key is not None else self._live_number(b"")
         if number < 0:
             number = -1 - number
             row = self.tables[group].new_row()
@@ -258,7 +287,10 @@ class _Group:
         if self._group is not None:  # the overall totals read the groups' rows
             records = self._records
             assert isinstance(records, _RecordCounts)
-            records.add(self._index.row(_compact_key(_record_key(data)), self._group), solved, score, success)
+            index = self._index
+            # a run of one repeat writes each record once: a new row, no key to look up
+            key = None if index.repeats == 1 else _compact_key(_record_key(data))
+            records.add(index.row(key, self._group), solved, score, success)
         self.score_bins[10 if score >= 1.0 else max(0, min(9, int(score * 10)))] += 1
         self.turn_counts[assistant] = self.turn_counts.get(assistant, 0) + 1
         self.tool_call_counts[calls] = self.tool_call_counts.get(calls, 0) + 1
@@ -276,9 +308,19 @@ class _Group:
         max_n = max((entry[0] for entry in records()), default=0)
         pass_k, pass_k_ci = {}, {}
         for k in range(1, max_n + 1):
-            eligible = [pass_at_k(n, c, k) for n, c, *_ in records() if n >= k]
-            pass_k[f"pass@{k}"] = sum(eligible) / len(eligible)
-            pass_k_ci[f"pass@{k}"] = ratio_interval((value, 1) for value in eligible)
+            # each pass over the records anew (no list of them): pass@k of each (n, c) computed once
+            values: dict[tuple[int, int], float] = {}
+
+            def eligible(k: int = k, values: dict = values) -> Iterator[tuple[float, int]]:
+                for n, c, *_ in records():
+                    if n >= k:
+                        value = values.get((n, c))
+                        if value is None:
+                            value = values[n, c] = pass_at_k(n, c, k)
+                        yield value, 1
+
+            pass_k[f"pass@{k}"] = sum(value for value, _ in eligible()) / sum(1 for _ in eligible())
+            pass_k_ci[f"pass@{k}"] = streamed_ratio_interval(eligible)
         flips, flipped = flip_rate((finished, solved) for *_, finished, solved in records())
         return {
             "count": self.count,
@@ -287,10 +329,10 @@ class _Group:
             "infrastructure_errors": self.infrastructure_errors,
             "model_errors": self.model_errors,
             "mean_score": self.score_sum / count,
-            "mean_score_ci": ratio_interval((entry[2], entry[0]) for entry in records()),
+            "mean_score_ci": streamed_ratio_interval(lambda: ((entry[2], entry[0]) for entry in records())),
             "solved": self.solved,
             "solved_rate": self.solved / count,
-            "solved_rate_ci": ratio_interval((entry[1], entry[0]) for entry in records()),
+            "solved_rate_ci": streamed_ratio_interval(lambda: ((entry[1], entry[0]) for entry in records())),
             "pass_at_k": pass_k,
             "pass_at_k_ci": pass_k_ci,
             "flip_rate": flips,
@@ -339,10 +381,17 @@ def summarize(lines: Iterable[dict], *, examples: list | None = None) -> dict:
 class Summary:
     """:func:`summarize`, one result line at a time: ``add`` each line in the order of the file, then
     :meth:`to_dict`. A run folds its lines in as their batches reach the disk, so the summary needs no second read
-    of the results file; the figures are those of :func:`summarize` over the file."""
+    of the results file; the figures are those of :func:`summarize` over the file.
 
-    def __init__(self, *, examples: bool = False) -> None:
-        self._index = _RecordIndex()
+    ``repeats``: the lines hold each (record, repeat) at most once, with repeats ``0 .. repeats - 1`` (a run's
+    lines). A record's key is then forgotten with its last repeat, so the summary's memory holds the records still
+    in flight and about 20 bytes of counts per record; without it every key is kept (any file: a record's lines may
+    come in any order and number)."""
+
+    def __init__(self, *, examples: bool = False, repeats: int | None = None) -> None:
+        if repeats is not None and repeats < 1:
+            raise ValueError(f"repeats must be at least 1, got {repeats}")
+        self._index = _RecordIndex(repeats)
         self._overall = _Group(self._index)
         self._groups: dict[tuple[str, str], _Group] = {}
         self._keep_examples = examples

@@ -30,6 +30,8 @@ MESSAGE_LIMIT = 20_000
 CHUNK_BYTES = 1 << 21
 #: Compressed episodes held in memory before they go to a temporary file until the report is written.
 SPOOL_BYTES = 1 << 20
+#: Bytes of the compressed index encoded at a time when the report is written (a multiple of 3).
+INDEX_PIECE_BYTES = 3 << 16
 #: What ends a cut text; the script shows it as a marker.
 CUT_MARKER = "[cut by the report: {dropped} more characters; the full text is in results.jsonl]"
 #: The columns of one index row, in order (the script reads them by position).
@@ -204,16 +206,17 @@ class EpisodePayload:
     """Episodes added one at a time, compressed as they come: ``add(line)`` for each, then :meth:`index` and
     :meth:`chunks` (base64 text of gzip streams).
 
-    Memory stays flat in the number of episodes: the index rows go straight into their own gzip stream, and each
-    finished chunk into a temporary file (kept in memory while small) until the report is written.
+    Memory stays flat in the number of episodes: the index rows go straight into their own gzip stream, written to
+    a temporary file as it comes, and each finished chunk into another (each kept in memory while small) until the
+    report is written.
     """
 
     def __init__(self, chunk_bytes: int = CHUNK_BYTES) -> None:
         self.chunk_bytes = chunk_bytes
         self.count = 0
-        self._index = zlib.compressobj(6, zlib.DEFLATED, 31)
-        self._index_parts: list[bytes] = [self._index.compress(b"[")]
-        self._index_text: str | None = None
+        self._index: Any = zlib.compressobj(6, zlib.DEFLATED, 31)  # None once the index is complete
+        self._index_spool: Any = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - kept with the payload
+        self._index_spool.write(self._index.compress(b"["))
         self._spool: Any = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - closed in chunks()
         self._chunk_sizes: list[int] = []
         self._hidden = _HiddenFields()
@@ -249,7 +252,9 @@ class EpisodePayload:
             len(self._chunk_sizes), self.count + 1,
         ]
         row_text = ("," if self.count else "") + json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-        self._index_parts.append(self._index.compress(row_text.encode("utf-8")))
+        compressed = self._index.compress(row_text.encode("utf-8"))
+        if compressed:
+            self._index_spool.write(compressed)
         self.count += 1
         if self._size >= self.chunk_bytes:
             self._close_chunk()
@@ -265,12 +270,19 @@ class EpisodePayload:
 
     def index(self) -> str:
         """The index rows (:data:`INDEX_FIELDS`), gzip-compressed, as base64 text (no row can be added after)."""
-        if self._index_text is None:
-            self._index_parts.append(self._index.compress(b"]"))
-            self._index_parts.append(self._index.flush())
-            self._index_text = base64.b64encode(b"".join(self._index_parts)).decode("ascii")
-            self._index_parts = []
-        return self._index_text
+        return "".join(self.iter_index())
+
+    def iter_index(self) -> Iterator[str]:
+        """:meth:`index` in pieces, read back from its temporary file (base64 of whole 3-byte groups, so the
+        pieces joined are the text of the whole)."""
+        spool = self._index_spool
+        if self._index is not None:  # the stream's end, once
+            spool.write(self._index.compress(b"]"))
+            spool.write(self._index.flush())
+            self._index = None
+        spool.seek(0)
+        while block := spool.read(INDEX_PIECE_BYTES):
+            yield base64.b64encode(block).decode("ascii")
 
     def iter_chunks(self) -> Iterator[str]:
         """Every chunk of episodes as base64 text, read back one at a time (closing the one being filled)."""
@@ -285,7 +297,9 @@ class EpisodePayload:
 
     def elements(self) -> Iterator[str]:
         """The payload's HTML: non-executed script elements holding base64 only."""
-        yield f'<script type="application/octet-stream" id="episode-index">{self.index()}</script>\n'
+        yield '<script type="application/octet-stream" id="episode-index">'
+        yield from self.iter_index()
+        yield "</script>\n"
         for number, chunk in enumerate(self.iter_chunks()):
             yield f'<script type="application/octet-stream" class="episode-chunk" data-chunk="{number}">{chunk}</script>\n'
 
