@@ -127,6 +127,7 @@ class JsonLine:
     text: str
     value: Any = None
     error: str | None = None
+    end: int = 0  # the byte offset in the file just after the line (where reading on starts)
 
     @property
     def raw(self) -> str:
@@ -134,20 +135,27 @@ class JsonLine:
         return self.text if self.text.endswith("\n") else self.text + "\n"
 
 
-def jsonl_lines(path: str | os.PathLike) -> Iterator[JsonLine]:
+def jsonl_lines(path: str | os.PathLike, *, offset: int = 0, first_line: int = 1) -> Iterator[JsonLine]:
     """Every non-blank line of a JSONL file, parsed; a line that is not a JSON object carries its ``error`` instead.
 
     The one reader of JSON lines: record files raise on such a line, results files skip it (a kill cuts the last
     line), re-scoring keeps it byte for byte. A line that is not UTF-8 carries the error ``not valid UTF-8 ...`` (its
     ``text`` decoded with replacement characters), so one cut character never makes a whole file unreadable.
+    ``offset`` and ``first_line`` read on from a line's :attr:`JsonLine.end` (the next line's number), as when the
+    evaluation reads the rest of a dataset its check kept the start of.
     """
     with open(path, "rb") as handle:
-        for number, data in enumerate(handle, 1):
+        if offset:
+            handle.seek(offset)
+        end = offset
+        for number, data in enumerate(handle, first_line):
+            end += len(data)
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as error:
                 yield JsonLine(number, data.decode("utf-8", "replace"),
-                               error=f"not valid UTF-8 (byte 0x{data[error.start]:02x} at column {error.start + 1})")
+                               error=f"not valid UTF-8 (byte 0x{data[error.start]:02x} at column {error.start + 1})",
+                               end=end)
                 continue
             if text.endswith("\r\n"):  # as text mode reads it
                 text = text[:-2] + "\n"
@@ -156,12 +164,12 @@ def jsonl_lines(path: str | os.PathLike) -> Iterator[JsonLine]:
             try:
                 value = json.loads(text)
             except json.JSONDecodeError as error:
-                yield JsonLine(number, text, error=f"not valid JSON ({error.msg}, column {error.colno})")
+                yield JsonLine(number, text, error=f"not valid JSON ({error.msg}, column {error.colno})", end=end)
                 continue
             if not isinstance(value, dict):
-                yield JsonLine(number, text, error="expected a JSON object")
+                yield JsonLine(number, text, error="expected a JSON object", end=end)
                 continue
-            yield JsonLine(number, text, value)
+            yield JsonLine(number, text, value, end=end)
 
 
 def read_jsonl(path: str | os.PathLike, schema: RecordSchema = RECORD_SCHEMA) -> Iterator[dict]:

@@ -1,9 +1,17 @@
-"""The evaluation's dataset: records read from a file, the selection of a run, and the check that each can run."""
+"""The evaluation's dataset: records read from a file, the selection of a run, and the check that each can run.
+
+:class:`DatasetSelection` reads a run's selection once where it can: its check keeps the records it parsed, up to
+:data:`READ_ONCE_BYTES` of the file, and the run takes them from there; the run reads only the rest of a larger
+file again, from the byte after the kept part (a ``.jsonl`` file; a JSON array or Parquet file larger than that is
+read again from its start). Every selected record is checked before any episode starts either way, and a file that
+changes after its check is refused when the run reads from it again, so no record runs unchecked.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,11 +22,16 @@ from bootcamp_core.data.io import jsonl_lines, read_jsonl, read_parquet
 from bootcamp_core.data.records import GeneratedSample, normalize_record
 from bootcamp_core.plugin.errors import BootcampError, ConfigError, UnknownIdError
 
-__all__ = ["MAX_LISTED_PROBLEMS", "DatasetCheck", "check_dataset", "check_record", "load_dataset", "lone_surrogate",
-           "registry_filter", "select_records"]
+__all__ = ["MAX_LISTED_PROBLEMS", "READ_ONCE_BYTES", "DatasetCheck", "DatasetSelection", "check_dataset", "check_record",
+           "load_dataset", "lone_surrogate", "registry_filter", "select_records"]
 
 #: Problems listed by a failed dataset check before "... and N more".
 MAX_LISTED_PROBLEMS = 20
+
+#: Bytes of a dataset file whose selected records its check keeps, parsed, for the run to take (about 4.5 times as
+#: much memory as parsed JSON). Small, so that a run's peak memory is the same for 2,000 records (2.5 MB of
+#: bootcamp-example's) as for 1,000,000; ``DatasetSelection(buffer_bytes=...)`` sets another bound.
+READ_ONCE_BYTES = 2 * 1024 * 1024
 
 
 def load_dataset(path: str | os.PathLike, *, normalize: bool = True) -> Iterator[dict]:
@@ -76,6 +89,27 @@ def _read_json_records(path: Path, normalize: bool = True) -> Iterator[dict]:
         yield from read_jsonl(path)
     except ValueError as error:  # names the file and line already
         raise ConfigError(str(error)) from None
+
+
+def _select(
+    records: Iterable[tuple[int, dict, int | None, int]],
+    limit: int | None,
+    shard: tuple[int, int] | None,
+    keep: Callable[[dict], bool] | None,
+    kept: int = 0,
+) -> Iterator[tuple[int, dict, int | None, int, int, bool]]:
+    """:func:`select_records` over (position, record, end offset, next line) of :meth:`DatasetSelection._raw`,
+    ``kept`` records kept before them: (position, record, end, next line, kept before it, selected) of each record
+    read, until the limit is reached."""
+    for position, record, end, line in records:
+        before = kept
+        if keep is not None and not keep(record):
+            yield position, record, end, line, before, False
+            continue
+        if limit is not None and kept >= limit:
+            return
+        kept += 1
+        yield position, record, end, line, before, shard is None or position % shard[1] == shard[0]
 
 
 def select_records(
@@ -237,3 +271,155 @@ def check_dataset(selected: Iterable[tuple[int, dict]], registry: Any, where: An
     tool_ids = sorted({tool for (_, tools, _, _) in cache for tool in tools})
     return DatasetCheck(count=count, generators=generators, representatives=list(representatives.values()),
                         tool_ids=tool_ids)
+
+
+@attrs.frozen
+class _Resume:
+    """Where reading a selection on starts: the byte and line number of a ``.jsonl`` file (0 and 1 elsewhere), the
+    position of the next record and the records kept by the selection before it."""
+
+    offset: int = 0
+    line: int = 1
+    position: int = 0
+    kept: int = 0
+
+
+def _stamp(path: Path) -> tuple[int, int, int, int]:
+    status = path.stat()
+    return status.st_size, status.st_mtime_ns, status.st_ino, status.st_dev
+
+
+class DatasetSelection:
+    """The records a run selects from a dataset file (:func:`select_records`), read once where the file allows.
+
+    :meth:`check` reads the file, checks every selected record (:func:`check_dataset`) and keeps those within the
+    file's first ``buffer_bytes`` bytes (:data:`READ_ONCE_BYTES`), as the check left them (``from_record``
+    normalizes a record in place). :meth:`records` yields those, then the selected records of the rest of the file
+    as parsed (``load_dataset(normalize=False)``), read again from the byte after the kept part in a ``.jsonl`` file;
+    a JSON array or Parquet file is kept whole or not at all (by its size, or its data's size uncompressed) and its
+    rest is read again from its start, the kept records skipped. Either form is what the engine runs: it normalizes
+    its own copy of each record, and normalizing a normalized record changes nothing (except a ``json`` field
+    holding the JSON text of JSON text, which each normalization decodes once more).
+
+    The file's size, modification time and inode are taken before the check reads it; the check refuses a file that
+    changed while it read, and reading the rest refuses one that changed since (before its first record, at a line
+    past the size checked, and after its last), so a record added or rewritten after the check does not run
+    unchecked (a :class:`ConfigError`; the episodes written so far stay, resume goes on). A file rewritten in place
+    to the same size and modification time is not noticed: nothing short of reading it again would.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, limit: int | None = None, shard: tuple[int, int] | None = None,
+                 keep: Callable[[dict], bool] | None = None, buffer_bytes: int = READ_ONCE_BYTES) -> None:
+        self.path = Path(path)
+        self.limit, self.shard, self.keep = limit, shard, keep
+        self.buffer_bytes = buffer_bytes
+        self._kept: list[tuple[int, dict]] = []
+        self._rest: _Resume | None = _Resume()  # None: the kept records are the whole selection
+        self._stamp: tuple[int, int, int, int] | None = None
+
+    def check(self, registry: Any, where: Any = None, *, served: dict[str, set[str]] | None = None,
+              remote: set[str] | None = None) -> DatasetCheck:
+        """:func:`check_dataset` over the selection, ``where`` (default: the file) naming it in errors; keeps the
+        records of the file's first ``buffer_bytes`` bytes for :meth:`records`."""
+        return check_dataset(self._first_read(), registry, self.path if where is None else where, served=served,
+                             remote=remote)
+
+    def records(self, *, release: bool = False) -> Iterator[tuple[int, dict]]:
+        """(position in the file, record) of every selected record, as :func:`select_records` yields them.
+
+        ``release``: the kept records are let go as they are yielded (a later call reads the whole file again)."""
+        kept, rest = self._kept, self._rest
+        if release:
+            self._kept, self._rest = [], _Resume()
+            buffer = deque(kept)
+            del kept
+            while buffer:
+                yield buffer.popleft()
+        else:
+            yield from kept
+        if rest is None:
+            return
+        self._unchanged()
+        checked_size = self._stamp[0] if self._stamp is not None else None
+        for position, record, end, _, _, selected in _select(self._raw(rest), self.limit, self.shard, self.keep,
+                                                             rest.kept):
+            if end is not None and checked_size is not None and end > checked_size:  # written while we read
+                self._changed()
+            if selected:
+                yield position, record
+        self._unchanged()
+
+    __iter__ = records
+
+    def _first_read(self) -> Iterator[tuple[int, dict]]:
+        self._stamp = _stamp(self.path) if self.path.is_file() else None
+        self._kept, self._rest = [], _Resume()
+        kept: list[tuple[int, dict]] = []
+        jsonl = self._jsonl()
+        budget = self.buffer_bytes if jsonl else (0 if self._whole_size() <= self.buffer_bytes else -1)
+        resume: _Resume | None = None
+        offset, line = 0, 1
+        for position, record, end, next_line, before, selected in _select(self._raw(_Resume()), self.limit,
+                                                                          self.shard, self.keep):
+            if resume is None and ((end if end is not None else 0) > budget):  # the rest is read again
+                resume = _Resume(offset=offset, line=line, position=position, kept=before)
+            if resume is None and selected:
+                kept.append((position, record))
+            if selected:
+                yield position, record
+            if end is not None:
+                offset, line = end, next_line
+        self._unchanged()
+        self._kept, self._rest = kept, resume
+
+    def _unchanged(self) -> None:
+        if self._stamp is None:
+            return
+        try:
+            now = _stamp(self.path)
+        except OSError:  # removed, or not readable any more
+            now = None
+        if now != self._stamp:
+            self._changed()
+
+    def _changed(self) -> None:
+        raise ConfigError(f"dataset_path {self.path} changed after its records were checked; leave it as it is "
+                          "while the evaluation runs, and run again (resume_from continues)", field="dataset_path")
+
+    def _jsonl(self) -> bool:
+        """Whether the file is JSON lines (it can be read on from a line), not a JSON array or Parquet."""
+        suffix = self.path.suffix.lower()
+        if suffix not in {".jsonl", ".json", ".ndjson"} or not self.path.is_file():
+            return False
+        with open(self.path, "rb") as handle:
+            return not handle.read(4096).lstrip().startswith(b"[")
+
+    def _whole_size(self) -> int:
+        """The bytes a JSON array or Parquet file's records take as data (a Parquet file's uncompressed)."""
+        if not self.path.is_file():
+            return 0
+        if self.path.suffix.lower() == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            try:
+                metadata = pq.ParquetFile(self.path).metadata
+                return sum(metadata.row_group(index).total_byte_size for index in range(metadata.num_row_groups))
+            except (pa.ArrowException, OSError):  # not Parquet: load_dataset says why
+                return self.buffer_bytes + 1
+        return self.path.stat().st_size
+
+    def _raw(self, start: _Resume) -> Iterator[tuple[int, dict, int | None, int]]:
+        """(position, record as parsed, end offset, next line number) of the file's records from ``start``; the
+        end is None where the file cannot be read on from a record (it is read from its start, ``start`` skipped)."""
+        if self._jsonl():
+            position = start.position
+            for line in jsonl_lines(self.path, offset=start.offset, first_line=start.line):
+                if line.error is not None:
+                    raise ConfigError(f"{self.path}:{line.number}: {line.error}")
+                yield position, line.value, line.end, line.number + 1
+                position += 1
+            return
+        for position, record in enumerate(load_dataset(self.path, normalize=False)):
+            if position >= start.position:
+                yield position, record, None, 1

@@ -13,7 +13,11 @@
 Selection, in this order (:mod:`.dataset`): ``bootcamp_registry`` keeps records whose bootcamp is listed; ``limit``
 keeps the first N of those; ``shard=(i, n)`` keeps the ones whose position in the dataset file (0-based) is ``i``
 modulo ``n``, so the shards of one command line cover its selection exactly once whatever else differs between
-machines. Each kept record runs ``repeats`` times (repeat 0..K-1).
+machines. Each kept record runs ``repeats`` times (repeat 0..K-1). Every selected record is checked before any
+episode starts (its generator, tools, interaction and reward resolve; a ConfigError lists those that do not), in
+the one read the run's records come from: the check keeps what it parsed of the file's first ``read_once_bytes``
+(:data:`~bootcamp_core.evaluate.dataset.READ_ONCE_BYTES`) and the run reads only the rest of a larger file again,
+refusing a file that changed after its check (:class:`~bootcamp_core.evaluate.dataset.DatasetSelection`).
 
 Resume (``resume_from=P``): a P that does not exist yet is created empty (the first run of a cluster script that
 always passes it); otherwise P is first rewritten without its infrastructure failures, a cut-off last line and
@@ -65,7 +69,7 @@ from bootcamp_core.evaluate.chat_template import ChatTemplate
 
 # parse_shard: imported from here by the command line
 from bootcamp_core.evaluate.config import EvalConfig, component_config, parse_shard  # noqa: F401
-from bootcamp_core.evaluate.dataset import check_dataset, load_dataset, registry_filter, select_records
+from bootcamp_core.evaluate.dataset import READ_ONCE_BYTES, DatasetSelection, registry_filter
 from bootcamp_core.evaluate.progress import Progress, RunStats
 from bootcamp_core.evaluate.results import (
     RESULTS_NAME,
@@ -106,7 +110,7 @@ async def _check_policy(policy: Any, representatives: list[dict]) -> None:
 
 
 async def evaluate(config: EvalConfig, *, registry: Any = None, policy: Any = None, progress: bool = True,
-                   runner: Any = None) -> dict:
+                   runner: Any = None, read_once_bytes: int = READ_ONCE_BYTES) -> dict:
     """Run (or, with ``dry_run``, only check) an evaluation; returns the summary (see the module docstring).
 
     ``policy`` replaces the one the config describes (it is not closed here); ``registry`` defaults to the
@@ -116,11 +120,14 @@ async def evaluate(config: EvalConfig, *, registry: Any = None, policy: Any = No
 
     ``runner`` runs the episodes elsewhere (:class:`bootcamp_core.scale.evaluate.RayEpisodes`: in Ray actors); the
     selection, results file, re-runs and summary stay here, as in a local run.
+
+    ``read_once_bytes``: how much of the dataset file the check keeps parsed for the run, which reads only the rest
+    again (:class:`~bootcamp_core.evaluate.dataset.DatasetSelection`, :data:`~.dataset.READ_ONCE_BYTES`).
     """
     redactor = Redactor(config.secrets())
     with MaskedLogs(redactor):
         try:
-            return await _evaluate(config, registry, policy, progress, redactor, runner)
+            return await _evaluate(config, registry, policy, progress, redactor, runner, read_once_bytes)
         except BootcampError as error:
             # a server may echo a credential into an error message, which the CLI prints
             message = mask_urls(redactor.text(str(error)))
@@ -150,7 +157,7 @@ async def _make_policy(config: EvalConfig, registry: Any) -> Any:
 
 
 async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bool, redactor: Redactor,
-                    runner: Any = None) -> dict:
+                    runner: Any = None, read_once_bytes: int = READ_ONCE_BYTES) -> dict:
     from bootcamp_core.plugin.loader import get_registry
 
     registry = registry or get_registry()
@@ -158,15 +165,14 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
     components = component_config(config, registry)
     template = ChatTemplate(config.tokenizer_path) if config.tokenizer_path else None
 
-    def selected() -> Iterator[tuple[int, dict]]:
-        # records as parsed: the check's typed view and the engine normalize them, once each
-        records = load_dataset(config.dataset_path, normalize=False)
-        return select_records(records, limit=config.limit, shard=config.shard, keep=keep)
+    # read once: the check keeps the records it parsed (a bounded part of the file) for the run to take
+    selected = DatasetSelection(config.dataset_path, limit=config.limit, shard=config.shard, keep=keep,
+                                buffer_bytes=read_once_bytes)
 
     _build_components(config, components, registry)
     served = await _served_tools(config, components)
     backend_ids = {tool_id for tool_id, entry in components.items() if "type" in entry}
-    check = check_dataset(selected(), registry, config.dataset_path, served=served, remote=backend_ids)
+    check = selected.check(registry, config.dataset_path, served=served, remote=backend_ids)
     if config.tool_server:
         for tool in check.tool_ids:
             components[tool] = {"type": "remote", "url": config.tool_server, "tool_id": tool,
@@ -254,7 +260,8 @@ async def _offered(backend: Any, entry: dict, where: str) -> set[str]:
 
 
 async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict, template: ChatTemplate | None,
-               selected: Any, count: int, progress: bool, redactor: Redactor, runner: Any = None) -> dict:
+               selected: DatasetSelection, count: int, progress: bool, redactor: Redactor,
+               runner: Any = None) -> dict:
     output_dir = config.output_dir
     output_dir.mkdir(parents=True, exist_ok=True)
     if config.resume_from is not None:
@@ -305,7 +312,7 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
     rounds_left = config.rerun_failed
 
     def first_round() -> Iterator[tuple[dict, int, str | None]]:
-        for _, record in selected():
+        for _, record in selected.records(release=True):  # the check's records go once the run has taken them
             if not finished and config.repeats == 1:  # no key needed here: the engine hashes its own copy
                 yield record, 0, None
                 continue
@@ -489,10 +496,10 @@ def _failure_result(record: dict, repeat: int, key: str, error: BaseException, c
     )
 
 
-def _finished_among(selected: Any, finished: set[str], repeats: int) -> int:
+def _finished_among(selected: DatasetSelection, finished: set[str], repeats: int) -> int:
     if not finished:
         return 0
-    return sum(episode_id(record, repeat) in finished for _, record in selected() for repeat in range(repeats))
+    return sum(episode_id(record, repeat) in finished for _, record in selected.records() for repeat in range(repeats))
 
 
 def run_evaluation(config: EvalConfig, **kwargs: Any) -> dict:
