@@ -225,3 +225,12 @@ def test_the_readme_records_section_runs():
     assert snippets and "RECORD_SCHEMA.extend" in snippets[0]
     for snippet in snippets:
         exec(compile(snippet, str(readme), "exec"), {})
+
+
+def test_generate_records_with_a_pool_gives_the_same_records_in_the_same_order(example_registry, example_records):
+    # the train split exists in the config too, and is not generated alongside
+    overrides = {"split_samples": "train:5,test:6", "seed": 3}
+    pooled = generate_records("example", example_registry, overrides=overrides, max_workers=2)
+    assert pooled == example_records
+    assert generate_records("example", example_registry, split="train", overrides=overrides, max_workers=2) == \
+        generate_records("example", example_registry, split="train", overrides=overrides)
