@@ -6,6 +6,9 @@
    target of the task (areal-capacity band, energy, peak temperature). Greedy set cover picks 8 designs (each the one covering the most tasks not yet covered): the
    best fixed menu of 8, printed as Python for ``tests/test_shortcuts.py``. Its first pick is the best constant
    design (the one that meets the most tasks alone).
+   With ``--capacity-aware`` the points are of the three other variables (positive porosity, negative porosity,
+   N/P ratio), each at the positive thickness that puts it at the centre of the task's areal-capacity band (what
+   ``tests/test_shortcuts.py``'s ``at_capacity`` replays): the capacity-aware menu, printed as ``CAPACITY_MENU``.
 2. ``table``: every policy of ``tests/test_shortcuts.py`` (the replayed menu, the constant design, the reference
    agent with the oracle removed from what it receives) on N test-split tasks per default level through
    ``run_episode``: mean score and solved share per level, as a Markdown table for the README.
@@ -26,39 +29,55 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ["PYBAMM_DISABLE_TELEMETRY"] = "true"
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def latin_hypercube(count: int, seed: int) -> list[tuple[float, ...]]:
-    """``count`` designs in normalised window coordinates (0 = the window's low edge, 1 = its high edge), one per
-    stratum of every variable, each coordinate rounded to 3 decimals."""
-    from bootcamp_battery_design.cell import DESIGN_VARIABLES
-
+def latin_hypercube(count: int, seed: int, dimensions: int = 4) -> list[tuple[float, ...]]:
+    """``count`` points in normalised window coordinates (0 = the window's low edge, 1 = its high edge) of
+    ``dimensions`` variables, one per stratum of every variable, each coordinate rounded to 3 decimals."""
     rng = random.Random(seed)
     columns = []
-    for _ in DESIGN_VARIABLES:
+    for _ in range(dimensions):
         strata = list(range(count))
         rng.shuffle(strata)
         columns.append([round((stratum + rng.random()) / count, 3) for stratum in strata])
     return [tuple(row) for row in zip(*columns)]
 
 
+def _shortcuts() -> Any:
+    """The shortcut tests' module (its menus and its mapping of window points to designs)."""
+    sys.path.insert(0, str(ROOT / "bootcamp-battery-design" / "tests"))
+    import test_shortcuts
+
+    return test_shortcuts
+
+
+def design_of(identity: dict, point: tuple[float, ...]) -> tuple[float, ...]:
+    """The design a menu point stands for in this task: the window point itself (4 coordinates), or, for a
+    capacity-aware menu (3 coordinates: porosity, negative porosity, N/P ratio), that point with the positive
+    thickness that puts it at the centre of the task's areal-capacity band, exactly as the shortcut tests replay it."""
+    from bootcamp_battery_design.agent import Task
+
+    if len(point) == 3:
+        return _shortcuts().at_capacity(identity, point)
+    return Task.from_identity(identity).design(point)
+
+
 def _results(job: tuple[dict, list[tuple[float, ...]]]) -> list[list[float] | None]:
     """Every reported quantity of every design under one task's conditions (:data:`ROW`); None where it failed."""
-    from bootcamp_battery_design.agent import Task
     from bootcamp_battery_design.cell import CellDesign, Conditions
     from bootcamp_battery_design.simulator import SimulationError, get_simulator
 
     identity, designs = job
     conditions = Conditions.from_identity(identity)
-    window = Task.from_identity(identity)
     rows: list[list[float] | None] = []
     for point in designs:
         try:
-            result = get_simulator().simulate(CellDesign(*window.design(point)), conditions)
+            result = get_simulator().simulate(CellDesign(*design_of(identity, point)), conditions)
             rows.append([getattr(result, name) for name in ROW])
         except SimulationError:
             rows.append(None)
@@ -86,17 +105,16 @@ def _instruction_config(settings: list[str]) -> dict | None:
     return config
 
 
-def _records(split: str, count: int, settings: list[str] = ()) -> list[dict]:
+def _records(split: str, count: int, settings: list[str] = (), workers: int = 2) -> list[dict]:
     from bootcamp_core.testing import generate_records, registry_of
 
-    samples = f"{split}:{count}" if split == "test" else f"{split}:{count},test:1"
     return generate_records("battery_design", registry_of("battery_design"), split=split,
-                            overrides={"split_samples": samples}, instruction_config=_instruction_config(settings))
+                            overrides={"split_samples": f"{split}:{count}"},
+                            instruction_config=_instruction_config(settings), max_workers=workers)
 
 
 def meets(row: list[float] | None, identity: dict, point: tuple[float, ...]) -> bool:
     """Whether the design at window point ``point``, with simulated ``row``, meets every target of ``identity``."""
-    from bootcamp_battery_design.agent import Task
     from bootcamp_battery_design.cell import CellDesign, areal_capacity
 
     if row is None:
@@ -107,7 +125,7 @@ def meets(row: list[float] | None, identity: dict, point: tuple[float, ...]) -> 
     band = targets.get("areal_capacity_mAh_cm2")
     if band is None:
         return True
-    design = CellDesign(*Task.from_identity(identity).design(point))
+    design = CellDesign(*design_of(identity, point))
     return band[0] <= areal_capacity(design.thickness_m, design.porosity) <= band[1]
 
 
@@ -115,15 +133,17 @@ def menu(args: argparse.Namespace) -> None:
     from multiprocessing import get_context
 
     started = time.perf_counter()
-    records = _records("train", args.tasks, args.set)
+    records = _records("train", args.tasks, args.set, args.workers)
     identities = [record["reward_model"]["ground_truth"] for record in records]
     if args.identities:
         Path(args.identities).write_text(json.dumps(identities))
-    designs = latin_hypercube(args.designs, args.seed)
+    designs = latin_hypercube(args.designs, args.seed, 3 if args.capacity_aware else 4)
     print(f"{len(identities)} train tasks generated in {time.perf_counter() - started:.0f} s", flush=True)
     matrix_path = Path(args.matrix) if args.matrix else None
     cached = json.loads(matrix_path.read_text()) if matrix_path and matrix_path.exists() else {}
-    keys = [json.dumps([identity["conditions"], identity["bounds"], args.designs, args.seed], sort_keys=True)
+    keys = [json.dumps([identity["conditions"], identity["bounds"], args.designs, args.seed]
+                       + ([identity["targets"]["areal_capacity_mAh_cm2"]] if args.capacity_aware else []),
+                       sort_keys=True)
             for identity in identities]
     levels = [record["extra_info"]["generator_name"] for record in records]
     todo = [] if args.cached_only else [(key, identity) for key, identity in zip(keys, identities) if key not in cached]
@@ -159,15 +179,14 @@ def menu(args: argparse.Namespace) -> None:
         tasks = {task for task, name in enumerate(levels) if name == level}
         print(f"  {level}: constant {len(covers[chosen[0]] & tasks)}/{len(tasks)}, "
               f"menu {len(covered & tasks)}/{len(tasks)}")
-    print("MENU = (")
+    print(("CAPACITY_MENU" if args.capacity_aware else "MENU") + " = (")
     for index in chosen:
         print(f"    {tuple(designs[index])!r},")
     print(")")
 
 
 def table(args: argparse.Namespace) -> None:
-    sys.path.insert(0, str(ROOT / "bootcamp-battery-design" / "tests"))
-    import test_shortcuts as shortcuts
+    shortcuts = _shortcuts()
 
     from bootcamp_core.testing import play_episodes, registry_of, scripted_policy
 
@@ -206,6 +225,9 @@ def main() -> None:
     chooser.add_argument("--matrix", default="", help="JSON file keeping the simulated matrix between runs")
     chooser.add_argument("--identities", default="", help="JSON file to write the train tasks' identities to")
     chooser.add_argument("--cached-only", action="store_true", help="cover only the tasks the matrix file holds")
+    chooser.add_argument("--capacity-aware", action="store_true",
+                         help="choose the capacity-aware menu: points of (porosity, negative porosity, N/P ratio), "
+                              "each at the thickness that gives the centre of the task's capacity band")
     chooser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                          help="generator config for every level (VALUE as JSON), to try a target rule")
     scorer = commands.add_parser("table", help="every policy of the shortcut tests, per default level")

@@ -170,6 +170,7 @@ def test_hidden_fields_name_the_oracle() -> None:
         ({"temperature_margin": 1}, "unknown config keys ['temperature_margin']"),
         ({"capacity_tolerance": 0.6}, "capacity_tolerance must be in [0, 0.5)"),
         ({"capacity_tolerance": -0.01}, "capacity_tolerance must be a positive number"),
+        ({"oracle_polish": "yes"}, "oracle_polish must be true or false"),
     ],
 )
 def test_bad_settings_get_a_clear_error(config: dict, message: str) -> None:
@@ -183,3 +184,19 @@ def test_impossible_settings_stop_with_a_clear_error() -> None:
                                     oracle_candidates=1)
     with pytest.raises(GenerationError, match="no usable oracle design in 2 draws"):
         generator.case_generator(random.Random(0))
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_polishing_moves_the_oracle_only_to_window_edges(seed: int) -> None:
+    """The polish starts where the evolution strategy stopped and only sets free coordinates to an edge."""
+    designs = {}
+    for polish in (False, True):
+        generator = CellDesignGenerator(c_rate=[0.75, 0.75], oracle_polish=polish)
+        rng = random.Random(seed)
+        conditions, box = generator._draw_conditions(rng), generator._draw_window(rng)
+        capacity = generator._draw_capacity(rng, box)
+        drawn = generator._draw_oracle(rng, conditions, box, capacity)
+        assert drawn is not None
+        designs[polish] = drawn[0].values
+    for index, (before, after) in enumerate(zip(designs[False][2:], designs[True][2:]), start=2):
+        assert after == before or after in box[index], (index, before, after)

@@ -33,6 +33,8 @@ DEFAULTS: dict[str, Any] = {
     "window": 0.3,
     "oracle_candidates": 4,
     "oracle_steps": 4,
+    "oracle_polish": True,
+
     "energy_fraction": 0.997,
     "temperature_margin_K": 0.1,
     "capacity_tolerance": 0.005,
@@ -115,6 +117,11 @@ class CellDesignGenerator(TaskGenerator):
         self.candidates = _positive(settings, "oracle_candidates", integer=True)
         self.steps = int(settings["oracle_steps"]) if settings["oracle_steps"] == 0 else _positive(
             settings, "oracle_steps", integer=True)
+        if not isinstance(settings["oracle_polish"], bool):
+            raise ConfigError(f"oracle_polish must be true or false, got {settings['oracle_polish']!r}",
+                              field="oracle_polish")
+        self.polish = settings["oracle_polish"]
+
         self.energy_fraction = _positive(settings, "energy_fraction")
         if self.energy_fraction > 1:
             raise ConfigError(f"energy_fraction must be in (0, 1], got {self.energy_fraction!r}",
@@ -166,14 +173,17 @@ class CellDesignGenerator(TaskGenerator):
         follows from its porosity (:meth:`_design`), so the search moves the other three variables.
 
         The merit of a design is ``E / E_scale - price * (T_peak - T_ambient) / rise_scale``, with the price of heat
-        drawn log-uniformly in [1/PRICE_SPREAD, PRICE_SPREAD]. The best of ``oracle_candidates`` random usable designs
-        is improved by ``oracle_steps`` steps of a (1+1) evolution strategy in the normalised box (a Gaussian step
-        around the best design so far, widened after a success and narrowed after a failure), so a design that meets
-        the oracle's targets must be a good design for these conditions, not one of the many mediocre ones.
+        drawn log-uniformly in [1/PRICE_SPREAD, PRICE_SPREAD] and each scale the spread (max - min) of that quantity
+        over the random candidates (at least 1% of the energy, 0.1 K), so that the price trades what the window can
+        actually trade. The best of ``oracle_candidates`` random usable designs is improved by ``oracle_steps`` steps
+        of a (1+1) evolution strategy in the normalised box (a Gaussian step around the best design so far, widened
+        after a success and narrowed after a failure), then, with ``oracle_polish``, by trying each coordinate at
+        each edge of the window (the front often lies on the window's faces; 2 solves a coordinate), so a design that
+        meets the oracle's targets must be a good design for these conditions, not one of the many mediocre ones.
         """
         simulator = get_simulator()
         price = math.exp(rng.uniform(-math.log(PRICE_SPREAD), math.log(PRICE_SPREAD)))
-        scale = {"energy": 0.0, "rise": 1.0}
+        scale = {"energy": 1.0, "rise": 1.0}
 
         def usable(design: CellDesign) -> Any:
             try:
@@ -197,9 +207,11 @@ class CellDesignGenerator(TaskGenerator):
                 found.append((point, result))
         if not found:
             return None
-        scale["energy"] = max(result.specific_energy_Wh_kg for _, result in found)
-        scale["rise"] = max(max(result.peak_temperature_K for _, result in found) - conditions.ambient_temperature_K,
-                            1.0)
+        # each objective on the spread the random designs show, so that a price of 1 weighs both alike
+        energies = [result.specific_energy_Wh_kg for _, result in found]
+        peaks = [result.peak_temperature_K for _, result in found]
+        scale["energy"] = max(max(energies) - min(energies), 0.01 * max(energies))
+        scale["rise"] = max(max(peaks) - min(peaks), 0.1)
         point, best = max(found, key=lambda item: merit(item[1]))
         step = ORACLE_STEP[0]
         for _ in range(self.steps):
@@ -209,6 +221,15 @@ class CellDesignGenerator(TaskGenerator):
                 point, best, step = trial, result, min(ORACLE_STEP[2], step * 1.5)
             else:
                 step = max(ORACLE_STEP[1], step * 0.6)
+        if self.polish:  # the front often lies on the window's faces: try each coordinate at each edge
+            for index in range(size):
+                for edge in (0.0, 1.0):
+                    if point[index] == edge:
+                        continue
+                    trial = [*point[:index], edge, *point[index + 1:]]
+                    result = usable(self._design(trial, box, capacity))
+                    if result is not None and merit(result) > merit(best):
+                        point, best = trial, result
         return self._design(point, box, capacity), best
 
     @staticmethod
