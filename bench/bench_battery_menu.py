@@ -199,7 +199,7 @@ def table(args: argparse.Namespace) -> None:
         cells = []
         for level in shortcuts.LEVELS:
             started = time.perf_counter()
-            results = play_episodes(by_level[level], registry, policy=scripted_policy(turn))
+            results = play_episodes(by_level[level], registry, policy=scripted_policy(turn), limits=shortcuts.LIMITS)
             mean = sum(result.score for result in results) / len(results)
             solved = sum(result.solved for result in results) / len(results)
             calls = sum(result.turn_record["tool_calls"] for result in results) / len(results)

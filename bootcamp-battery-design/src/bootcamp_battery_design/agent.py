@@ -28,9 +28,12 @@ from bootcamp_core import ReferenceAgent, message_text, tool_call_message
 __all__ = ["Probe", "SearchAgent", "Task", "next_design", "start_point"]
 
 TOOL_NAME = "run_battery_simulation"
-#: One percent of specific energy is weighed like one kelvin of peak temperature.
+#: One percent of specific energy is weighed like 0.3 K of peak temperature: near the ratio of the targets' own
+#: tolerances (0.1% of the oracle's energy, 0.01-0.05 K above its peak), so the search aims at the middle of the narrow
+#: region that meets both. Measured on the tasks of 0.6.0: 1 K solves 39/40 train-split and 58/60
+#: test-split tasks, 0.3 K 39/40 and 59/60.
 ENERGY_UNIT = 0.01
-TEMPERATURE_UNIT_K = 1.0
+TEMPERATURE_UNIT_K = 0.3
 #: Candidate designs drawn in the trust region each turn.
 CANDIDATES = 4000
 #: Trust-region radius (normalised box units): initial, smallest and largest.
@@ -142,8 +145,8 @@ class Probe:
     met: bool  # as the tool judged it, on unrounded values
 
     def margins(self, task: Task) -> tuple[float, float]:
-        """(energy margin, temperature margin) in units of 1% and 1 K; both >= 0 means both targets met
-        (the agent's designs meet an areal-capacity band by construction)."""
+        """(energy margin, temperature margin) in units of :data:`ENERGY_UNIT` and :data:`TEMPERATURE_UNIT_K`; both
+        >= 0 means both targets met (the agent's designs meet an areal-capacity band by construction)."""
         energy = (self.specific_energy / task.energy_target - 1.0) / ENERGY_UNIT
         return energy, (task.temperature_target_K - self.peak_temperature_K) / TEMPERATURE_UNIT_K
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from bootcamp_battery_design.answer import ANSWER_FORMAT
@@ -32,11 +33,9 @@ DEFAULTS: dict[str, Any] = {
     **{variable.key: list(variable.bounds) for variable in DESIGN_VARIABLES},
     "window": 0.3,
     "oracle_candidates": 4,
-    "oracle_steps": 4,
-    "oracle_polish": True,
-
-    "energy_fraction": 0.997,
-    "temperature_margin_K": 0.1,
+    "oracle_steps": 30,
+    "energy_fraction": 0.999,
+    "temperature_margin_K": 0.03,
     "capacity_tolerance": 0.005,
     "budget": 12,
     "min_utilisation": 0.8,
@@ -44,10 +43,15 @@ DEFAULTS: dict[str, Any] = {
     "max_draws": 100,
 }
 
-#: The price of heat against energy that picks the oracle is drawn log-uniformly in [1/PRICE_SPREAD, PRICE_SPREAD].
-PRICE_SPREAD = 3.0
-#: Step of the oracle's evolution strategy, in normalised box units: initial, smallest and largest.
-ORACLE_STEP = (0.15, 0.02, 0.3)
+#: The oracle's peak-temperature cap is drawn uniformly at this share of the way from the coolest to the hottest of
+#: the random candidates: anywhere along the energy/heat front, never pinned to one of its ends (a window corner).
+CAP_SHARE = (0.0, 1.0)
+#: Merit lost per cap-overshoot of the candidates' temperature spread (a design over the cap is worth little).
+CAP_PENALTY = 10.0
+#: What the oracle search's objective and constraint say of a design that cannot be simulated or used.
+UNUSABLE = 1e3
+#: The oracle search's trust region (COBYLA, normalised window units): first and last radius.
+ORACLE_RADIUS = (0.25, 0.005)
 #: Grid of each design variable's manufacturing window edges (thickness in metres, porosities, N/P ratio).
 WINDOW_GRID = (1e-6, 0.01, 0.01, 0.01)
 #: Where the areal-capacity spec is drawn (uniformly), as a share of the range the window's loadings span (its thin,
@@ -87,8 +91,8 @@ class CellDesignGenerator(TaskGenerator):
 
     Targets: the positive electrode's areal capacity within ``capacity_tolerance`` of a drawn spec (a product's
     capacity, rounded outward to 0.001 mAh/cm2; none when the tolerance is 0), specific energy >= ``energy_fraction``
-    of the oracle's (rounded down to 0.1 Wh/kg) and peak temperature <= the oracle's plus ``temperature_margin_K``
-    (rounded up to 0.01 K). The oracle is searched among the designs of that capacity, so it meets all three.
+    of the oracle's (rounded down to 0.01 Wh/kg) and peak temperature <= the oracle's plus ``temperature_margin_K``
+    (rounded up to 0.001 K). The oracle is searched among the designs of that capacity, so it meets all three.
     Oracles are drawn again (from the same ``rng``) while they are transport-limited (delivered capacity below
     ``min_utilisation`` of nominal), hotter than ``max_oracle_temperature_K``, or fail to simulate: nobody asks to
     match a design that wastes a fifth of its cathode, and the lumped thermal model means little far above 345 K.
@@ -117,10 +121,6 @@ class CellDesignGenerator(TaskGenerator):
         self.candidates = _positive(settings, "oracle_candidates", integer=True)
         self.steps = int(settings["oracle_steps"]) if settings["oracle_steps"] == 0 else _positive(
             settings, "oracle_steps", integer=True)
-        if not isinstance(settings["oracle_polish"], bool):
-            raise ConfigError(f"oracle_polish must be true or false, got {settings['oracle_polish']!r}",
-                              field="oracle_polish")
-        self.polish = settings["oracle_polish"]
 
         self.energy_fraction = _positive(settings, "energy_fraction")
         if self.energy_fraction > 1:
@@ -167,70 +167,81 @@ class CellDesignGenerator(TaskGenerator):
 
     def _draw_oracle(self, rng: random.Random, conditions: Conditions, box: tuple[tuple[float, float], ...],
                      capacity: float | None = None) -> tuple[CellDesign, Any] | None:
-        """A design near the energy/heat front of the conditions, at a random place along it, or ``None``.
+        """The most energetic design under a drawn peak-temperature cap: a point on the energy/heat front of the
+        conditions at a random place along it, or ``None``.
 
         With an areal ``capacity`` the search runs on the designs that have it: the positive electrode's thickness
         follows from its porosity (:meth:`_design`), so the search moves the other three variables.
 
-        The merit of a design is ``E / E_scale - price * (T_peak - T_ambient) / rise_scale``, with the price of heat
-        drawn log-uniformly in [1/PRICE_SPREAD, PRICE_SPREAD] and each scale the spread (max - min) of that quantity
-        over the random candidates (at least 1% of the energy, 0.1 K), so that the price trades what the window can
-        actually trade. The best of ``oracle_candidates`` random usable designs is improved by ``oracle_steps`` steps
-        of a (1+1) evolution strategy in the normalised box (a Gaussian step around the best design so far, widened
-        after a success and narrowed after a failure), then, with ``oracle_polish``, by trying each coordinate at
-        each edge of the window (the front often lies on the window's faces; 2 solves a coordinate), so a design that
-        meets the oracle's targets must be a good design for these conditions, not one of the many mediocre ones.
+        ``oracle_candidates`` random usable designs set the scales: the cap is drawn uniformly between their coolest
+        and hottest peak temperature (:data:`CAP_SHARE`), so it lies inside the front's span and the oracle sits
+        anywhere along the front, not at one of its ends, which are corners of the window that a fixed menu of
+        window points would hold. From the best of them, COBYLA (``scipy.optimize``, a derivative-free trust-region
+        method with linear models) maximises the specific energy subject to the cap within the normalised window,
+        in at most ``oracle_steps`` solves. The merit that picks the oracle among every design it simulated is
+        ``E / E_scale - CAP_PENALTY * max(0, T_peak - cap) / T_scale``, each scale the spread (max - min) of that
+        quantity over the random candidates (at least 1% of the energy, 0.1 K). A design that meets the targets set
+        from the oracle must therefore be a design on the front of these conditions, spec and window, near the
+        place the cap picked, not one of the many mediocre ones. An oracle at a corner of the window (every free
+        coordinate on an edge: where one corner is both the most energetic and the coolest design, as at high rates
+        when the porous corner is the only one free of transport limits) is drawn again, like an unusable one.
         """
         simulator = get_simulator()
-        price = math.exp(rng.uniform(-math.log(PRICE_SPREAD), math.log(PRICE_SPREAD)))
-        scale = {"energy": 1.0, "rise": 1.0}
+        share = rng.uniform(*CAP_SHARE)
+        scale = {"energy": 1.0, "rise": 1.0, "cap": math.inf}
+        size = len(box) - (capacity is not None)
+        simulated: dict[tuple[float, ...], Any] = {}
 
-        def usable(design: CellDesign) -> Any:
-            try:
-                result = simulator.simulate(design, conditions)
-            except SimulationError:
-                return None
-            if result.utilisation < self.min_utilisation or result.peak_temperature_K > self.max_temperature:
-                return None
-            return result
+        def usable(point: Sequence[float]) -> Any:
+            key = tuple(min(max(float(value), 0.0), 1.0) for value in point)
+            if key not in simulated:
+                try:
+                    result = simulator.simulate(self._design(list(key), box, capacity), conditions)
+                except SimulationError:
+                    result = None
+                if result is not None and (result.utilisation < self.min_utilisation
+                                           or result.peak_temperature_K > self.max_temperature):
+                    result = None
+                simulated[key] = result
+            return simulated[key]
 
         def merit(result: Any) -> float:
-            rise = result.peak_temperature_K - conditions.ambient_temperature_K
-            return result.specific_energy_Wh_kg / scale["energy"] - price * rise / scale["rise"]
+            over = max(0.0, result.peak_temperature_K - scale["cap"])
+            return result.specific_energy_Wh_kg / scale["energy"] - CAP_PENALTY * over / scale["rise"]
 
-        size = len(box) - (capacity is not None)
         found = []
         for _ in range(self.candidates):
             point = [rng.random() for _ in range(size)]
-            result = usable(self._design(point, box, capacity))
+            result = usable(point)
             if result is not None:
                 found.append((point, result))
         if not found:
             return None
-        # each objective on the spread the random designs show, so that a price of 1 weighs both alike
         energies = [result.specific_energy_Wh_kg for _, result in found]
         peaks = [result.peak_temperature_K for _, result in found]
         scale["energy"] = max(max(energies) - min(energies), 0.01 * max(energies))
         scale["rise"] = max(max(peaks) - min(peaks), 0.1)
-        point, best = max(found, key=lambda item: merit(item[1]))
-        step = ORACLE_STEP[0]
-        for _ in range(self.steps):
-            trial = [min(max(value + rng.gauss(0.0, step), 0.0), 1.0) for value in point]
-            result = usable(self._design(trial, box, capacity))
-            if result is not None and merit(result) > merit(best):
-                point, best, step = trial, result, min(ORACLE_STEP[2], step * 1.5)
-            else:
-                step = max(ORACLE_STEP[1], step * 0.6)
-        if self.polish:  # the front often lies on the window's faces: try each coordinate at each edge
-            for index in range(size):
-                for edge in (0.0, 1.0):
-                    if point[index] == edge:
-                        continue
-                    trial = [*point[:index], edge, *point[index + 1:]]
-                    result = usable(self._design(trial, box, capacity))
-                    if result is not None and merit(result) > merit(best):
-                        point, best = trial, result
-        return self._design(point, box, capacity), best
+        scale["cap"] = min(peaks) + share * (max(peaks) - min(peaks))
+        start = max(found, key=lambda item: merit(item[1]))[0]
+        if self.steps:
+            from scipy.optimize import minimize
+
+            def energy(point: Sequence[float]) -> float:
+                result = usable(point)
+                return UNUSABLE if result is None else -result.specific_energy_Wh_kg / scale["energy"]
+
+            def headroom(point: Sequence[float]) -> float:
+                result = usable(point)
+                return -UNUSABLE if result is None else (scale["cap"] - result.peak_temperature_K) / scale["rise"]
+
+            minimize(energy, start, method="COBYLA", constraints=[{"type": "ineq", "fun": headroom}],
+                     bounds=[(0.0, 1.0)] * size,
+                     options={"maxiter": self.steps, "rhobeg": ORACLE_RADIUS[0], "tol": ORACLE_RADIUS[1]})
+        point, best = max(((key, result) for key, result in simulated.items() if result is not None),
+                          key=lambda item: merit(item[1]))
+        if all(value in (0.0, 1.0) for value in point):
+            return None  # a corner of the window, where the front degenerates: a menu of corners would hold it
+        return self._design(list(point), box, capacity), best
 
     @staticmethod
     def _design(point: list[float], box: tuple[tuple[float, float], ...], capacity: float | None = None) -> CellDesign:
@@ -257,8 +268,8 @@ class CellDesignGenerator(TaskGenerator):
             if drawn is None:
                 continue
             oracle, result = drawn
-            energy_target = math.floor(self.energy_fraction * result.specific_energy_Wh_kg * 10) / 10
-            temperature_target = math.ceil((result.peak_temperature_K + self.temperature_margin) * 100) / 100
+            energy_target = math.floor(self.energy_fraction * result.specific_energy_Wh_kg * 100) / 100
+            temperature_target = math.ceil((result.peak_temperature_K + self.temperature_margin) * 1000) / 1000
             targets = {"min_specific_energy_Wh_kg": energy_target, "max_peak_temperature_K": temperature_target}
             if capacity is not None:
                 targets["areal_capacity_mAh_cm2"] = [
