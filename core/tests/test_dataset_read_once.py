@@ -226,3 +226,67 @@ def test_a_resumed_run_with_a_small_kept_part_finishes_the_same(example_registry
     assert [value["id"] for value in resumed] == [value["id"] for value in expected]
     assert resumed == expected
     assert resumed_figures == figures
+
+
+_OPENED: list[str] = []
+
+
+def _note_opens(event: str, args: tuple) -> None:
+    if event == "open" and _OPENED and isinstance(args[0], (str, os.PathLike)) and str(args[0]) == _OPENED[0]:
+        _OPENED.append(event)
+
+
+@pytest.mark.parametrize("selection", [{}, {"limit": 45, "shard": (1, 2)}], ids=["all", "limit-shard"])
+def test_a_resumed_run_opens_the_dataset_no_more_than_a_fresh_one(example_registry, datasets, tmp_path, selection):
+    import sys
+
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(datasets["jsonl"].read_bytes())
+    sys.addaudithook(_note_opens)  # for the life of the process: it counts only while _OPENED names a file
+
+    def opens(**config) -> tuple[int, dict]:
+        _OPENED[:] = [str(path)]
+        try:
+            summary = run_evaluation(EvalConfig(dataset_path=path, policy="reference", repeats=2, **selection,
+                                                **config), registry=example_registry, progress=False)
+        finally:
+            count = len(_OPENED) - 1
+            _OPENED.clear()
+        return count, summary
+
+    fresh, _ = opens(output_dir=tmp_path / "fresh")
+    results = tmp_path / "resumed" / "results.jsonl"
+    results.parent.mkdir()
+    lines = (tmp_path / "fresh" / "results.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    results.write_text("".join(lines[:len(lines) // 2]), encoding="utf-8")
+    resumed, summary = opens(output_dir=results.parent, resume_from=results)
+    assert fresh >= 1
+    assert resumed == fresh  # the check's read noted the records' keys: no second read to check the results file
+    assert summary["this_run"]["skipped_as_finished"] == len(lines) // 2
+    assert summary["this_run"]["episodes"] == len(lines) - len(lines) // 2
+    assert comparable(results.parent) == comparable(tmp_path / "fresh")
+
+
+def test_a_resumed_run_with_a_smaller_limit_keeps_the_episodes_of_records_past_it(example_registry, datasets,
+                                                                                  tmp_path):
+    path = datasets["jsonl"]
+    out = tmp_path / "out"
+    run_evaluation(EvalConfig(dataset_path=path, output_dir=out, policy="reference", limit=30),
+                   registry=example_registry, progress=False)
+    results = out / "results.jsonl"
+    # the check of a run limited to 10 records reads 10: the results of the 20 after them are found by a full read
+    summary = run_evaluation(EvalConfig(dataset_path=path, output_dir=out, policy="reference", limit=10,
+                                        resume_from=results), registry=example_registry, progress=False)
+    assert summary["this_run"]["episodes"] == 0 and summary["this_run"]["skipped_as_finished"] == 10
+    assert summary["overall"]["count"] == 30
+    # an episode of no record of the dataset is still refused, and the file stays as it was
+    lines = results.read_text(encoding="utf-8").splitlines(keepends=True)
+    foreign = json.loads(lines[0])
+    foreign["id"] = f"{'ab' * 32}:0"
+    foreign["input"] = {**foreign["input"], "data_source": "elsewhere"}
+    results.write_text("".join(lines) + json.dumps(foreign) + "\n", encoding="utf-8")
+    before = results.read_bytes()
+    with pytest.raises(ConfigError, match="not an episode of a record of"):
+        run_evaluation(EvalConfig(dataset_path=path, output_dir=out, policy="reference", limit=10,
+                                  resume_from=results), registry=example_registry, progress=False)
+    assert results.read_bytes() == before

@@ -3,6 +3,7 @@ of its results file read afresh: the same figures, intervals included, to the la
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import random
@@ -152,3 +153,61 @@ def test_an_index_larger_than_a_piece_is_written_whole():
     index, episodes = report_episodes("".join(payload.elements()))
     assert [row[0] for row in index] == ids == [episode["id"] for episode in episodes]
     assert payload.index() == "".join(pieces)
+
+
+@pytest.mark.parametrize("repeats", [1, 2])
+def test_a_run_past_the_profile_limit_keeps_every_count_and_the_same_figures(repeats):
+    from bootcamp_core.evaluate.statistics import PROFILE_LIMIT
+
+    # continuous scores: nearly every record a profile of its own, so the summary turns to raw counts midway, some
+    # records still in flight then
+    records = PROFILE_LIMIT + 300
+    lines = run_like_lines(records, repeats, seed=repeats, continuous=True)
+    streamed = Summary(repeats=repeats)
+    for line in lines:
+        streamed.add(line)
+    assert streamed._index.profiles is None  # the switch happened
+    figures = streamed.to_dict()
+    assert figures == summarize(lines)
+    assert figures["overall"]["records"] == records
+
+
+def test_a_finished_record_of_a_run_costs_two_bytes():
+    import tracemalloc
+
+    def lines(first: int, count: int):
+        for record in range(first, first + count):
+            solved = record % 3 != 0
+            yield {"id": f"{record:064x}:0", "repeat": 0, "data_source": "source", "generator": f"level_{record % 3}",
+                   "score": float(solved), "solved": solved, "success": record % 17 != 0}
+
+    summary = Summary(repeats=1)
+    for line in lines(0, 1000):  # the tables and their first rows exist
+        summary.add(line)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for line in lines(1000, 60_000):
+            summary.add(line)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # a group byte and a profile byte per record (arrays over-allocate by an eighth), not 20 bytes of counts
+    assert grown < 3 * 60_000, grown
+    overall = summary.to_dict()["overall"]
+    solved = sum(1 for record in range(61_000) if record % 3 and record % 17)
+    assert (overall["records"], overall["count"], overall["solved"]) == (61_000, 61_000, solved)
+    assert overall["pass_at_k"]["pass@1"] == solved / 61_000
+    low, high = overall["pass_at_k_ci"]["pass@1"]
+    assert low < solved / 61_000 < high
+
+
+def test_records_keyed_by_counting_ids_summarize_like_hashed_ones():
+    # ids whose first digits agree (hand-numbered records) index as well as sha256 ones: the same figures
+    lines = [{"id": f"{record // 2:064x}:{record % 2}", "score": float(record % 3 == 0), "solved": record % 3 == 0,
+              "generator": "level_1"} for record in range(6000)]
+    hashed = [{**line, "id": f"{hashlib.sha256(line['id'][:64].encode()).hexdigest()}:{line['id'][-1]}"}
+              for line in lines]
+    figures = summarize(lines)
+    assert figures["overall"]["records"] == 3000
+    assert figures == summarize(hashed)

@@ -309,10 +309,17 @@ class DatasetSelection:
     """
 
     def __init__(self, path: str | os.PathLike, *, limit: int | None = None, shard: tuple[int, int] | None = None,
-                 keep: Callable[[dict], bool] | None = None, buffer_bytes: int = READ_ONCE_BYTES) -> None:
+                 keep: Callable[[dict], bool] | None = None, buffer_bytes: int = READ_ONCE_BYTES,
+                 record_keys: bool = False) -> None:
         self.path = Path(path)
         self.limit, self.shard, self.keep = limit, shard, keep
         self.buffer_bytes = buffer_bytes
+        #: with ``record_keys`` (a resumed run), the check's read also notes the record part of each record's episode
+        #: keys: of every record it read (all of the file's unless ``limit`` stopped it: ``all_keys``) and, with their
+        #: number, of the selected ones, so resuming reads the dataset no second time
+        self.record_keys: set[str] | None = set() if record_keys else None
+        self.selected_keys: dict[str, int] = {}
+        self.all_keys = limit is None
         self._kept: list[tuple[int, dict]] = []
         self._rest: _Resume | None = _Resume()  # None: the kept records are the whole selection
         self._stamp: tuple[int, int, int, int] | None = None
@@ -359,8 +366,19 @@ class DatasetSelection:
         budget = self.buffer_bytes if jsonl else (0 if self._whole_size() <= self.buffer_bytes else -1)
         resume: _Resume | None = None
         offset, line = 0, 1
+        keys, selected_keys = self.record_keys, self.selected_keys
+        if keys is not None:
+            from bootcamp_core.episode.engine import episode_id
+
+            keys.clear()
+            selected_keys.clear()
         for position, record, end, next_line, before, selected in _select(self._raw(_Resume()), self.limit,
                                                                           self.shard, self.keep):
+            if keys is not None:  # before the check normalizes it (a key is the same either way)
+                record_key = episode_id(record, 0).rpartition(":")[0]
+                keys.add(record_key)
+                if selected:
+                    selected_keys[record_key] = selected_keys.get(record_key, 0) + 1
             if resume is None and ((end if end is not None else 0) > budget):  # the rest is read again
                 resume = _Resume(offset=offset, line=line, position=position, kept=before)
             if resume is None and selected:

@@ -228,13 +228,17 @@ def iter_result_lines(path: str | os.PathLike) -> Iterator[dict]:
             logger.warning("%s:%d: unreadable result line skipped (cut off by a crash?)", path, line.number)
 
 
-def prepare_resume(path: str | os.PathLike, dataset_path: str | os.PathLike | None = None) -> tuple[set[str], dict]:
+def prepare_resume(path: str | os.PathLike, dataset_path: str | os.PathLike | None = None, *,
+                   record_keys: set[str] | None = None, all_keys: bool = False) -> tuple[set[str], dict]:
     """Check a results file, then rewrite it atomically without infrastructure failures, a cut-off last line and
     repeated keys (only when there is one of those to drop).
 
     With ``dataset_path``, every line must be an episode of a record of that file. A file that is not a results file
-    (of that dataset) is a :class:`ConfigError` and stays as it is. Returns the keys of the episodes kept (to skip)
-    and counts ``{"kept", "infrastructure", "unreadable", "duplicates"}``.
+    (of that dataset) is a :class:`ConfigError` and stays as it is. ``record_keys``: the record part of the episode
+    keys of records of the dataset already read (a :class:`~bootcamp_core.evaluate.dataset.DatasetSelection`'s
+    check), every record's when ``all_keys``; the dataset is read for them only when a line's record is not among
+    them and they are not all. Returns the keys of the episodes kept (to skip) and counts ``{"kept",
+    "infrastructure", "unreadable", "duplicates"}``.
     """
     path = Path(path)
     counts = {"kept": 0, "infrastructure": 0, "unreadable": 0, "duplicates": 0}
@@ -251,7 +255,8 @@ def prepare_resume(path: str | os.PathLike, dataset_path: str | os.PathLike | No
     finished: set[str] = set()
     drop: set[int] = set()  # line numbers the rewrite leaves out
     rekey: dict[int, str] = {}  # line number -> key, for lines of the original framework (no id)
-    records: set[str] | None = None  # hashes of the dataset's records, read once the file proves to hold results
+    # hashes of the dataset's records, read once the file proves to hold results (unless known)
+    records: set[str] | None = record_keys if all_keys else None
     cut: JsonLine | None = None
     for read in jsonl_lines(path):
         if cut is not None:
@@ -277,9 +282,10 @@ def prepare_resume(path: str | os.PathLike, dataset_path: str | os.PathLike | No
                 raise _not_results(path, read.number, f"its input is not a record ({error})") from None
             rekey[read.number] = key
         if dataset_path is not None:
-            if records is None:
-                records = _record_hashes(dataset_path)
-            if key.rpartition(":")[0] not in records:
+            known = records if records is not None else record_keys
+            if known is None or (key.rpartition(":")[0] not in known and records is None):
+                known = records = _record_hashes(dataset_path)  # every record's, read now
+            if key.rpartition(":")[0] not in known:
                 # keyed some other way (an id written by hand, an earlier key scheme): its input decides
                 try:
                     key = episode_id(data["input"], data.get("repeat") or 0)

@@ -167,7 +167,7 @@ async def _evaluate(config: EvalConfig, registry: Any, policy: Any, progress: bo
 
     # read once: the check keeps the records it parsed (a bounded part of the file) for the run to take
     selected = DatasetSelection(config.dataset_path, limit=config.limit, shard=config.shard, keep=keep,
-                                buffer_bytes=read_once_bytes)
+                                buffer_bytes=read_once_bytes, record_keys=config.resume_from is not None)
 
     _build_components(config, components, registry)
     served = await _served_tools(config, components)
@@ -266,7 +266,9 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
     output_dir.mkdir(parents=True, exist_ok=True)
     if config.resume_from is not None:
         results_path = config.resume_from
-        finished, counts = prepare_resume(results_path, config.dataset_path)  # refuses another dataset's file
+        # refuses another dataset's file; the check noted the records' keys, so the dataset is not read again
+        finished, counts = prepare_resume(results_path, config.dataset_path, record_keys=selected.record_keys,
+                                          all_keys=selected.all_keys)
         logger.info("resuming %s: %s", results_path, counts)
     else:
         results_path = output_dir / RESULTS_NAME
@@ -497,9 +499,12 @@ def _failure_result(record: dict, repeat: int, key: str, error: BaseException, c
 
 
 def _finished_among(selected: DatasetSelection, finished: set[str], repeats: int) -> int:
+    """The episodes of the selected records (each ``repeats`` times) among ``finished``, from the keys the check
+    noted (a record listed twice counts twice, as it runs twice)."""
     if not finished:
         return 0
-    return sum(episode_id(record, repeat) in finished for _, record in selected.records() for repeat in range(repeats))
+    counts = selected.selected_keys
+    return sum(counts.get(key.rpartition(":")[0], 0) for key in finished if _repeat_of(key) < repeats)
 
 
 def run_evaluation(config: EvalConfig, **kwargs: Any) -> dict:

@@ -75,26 +75,73 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - product
 
 
-class _RecordCounts:
-    """Per-record counts of one group, a row per record in the order the group first saw it, in flat arrays
-    (12 bytes a record while no record has more than 255 episodes, 24 after): episodes n, solved c, score sum,
-    finished (no infrastructure error), solved among the finished."""
+#: Distinct record profiles a run's summary numbers before it keeps each record's counts in full (continuous scores
+#: make nearly every record a profile of its own; then the five columns of counts are the smaller).
+PROFILE_LIMIT = 1024
 
-    __slots__ = ("c", "finished", "n", "score", "solved")
+
+class _Profiles:
+    """The distinct finished counts (n, c, score sum, finished, solved) of a run's records, each numbered once, so a
+    record's counts are kept as the number of its profile: with 0/1 scores a handful of profiles, whatever the run's
+    size."""
+
+    __slots__ = ("codes", "counts")
 
     def __init__(self) -> None:
+        self.codes: dict[tuple, int] = {}
+        self.counts: list[tuple] = []
+
+    def code(self, counts: tuple) -> int:
+        """The number of ``counts``' profile; -1 when it is new and :data:`PROFILE_LIMIT` profiles are numbered."""
+        code = self.codes.get(counts)
+        if code is None:
+            if len(self.counts) >= PROFILE_LIMIT:
+                return -1
+            code = self.codes[counts] = len(self.counts)
+            self.counts.append(counts)
+        return code
+
+
+class _RecordCounts:
+    """Per-record counts of one group, a row per record in the order the group first saw it: episodes n, solved c,
+    score sum, finished (no infrastructure error), solved among the finished.
+
+    Coded (a run's summary, with a :class:`_Profiles`): a finished row is its profile's number, 1 byte while there
+    are at most 256 profiles, 2 after; a row whose record expects more lines keeps its counts in a list until its
+    last one. Raw (any file, or a run past :data:`PROFILE_LIMIT` profiles): five flat columns, 12 bytes a record while
+    no record has more than 255 episodes, 24 after."""
+
+    __slots__ = ("c", "codes", "finished", "n", "pending", "profiles", "score", "solved")
+
+    def __init__(self, profiles: _Profiles | None = None) -> None:
+        self.profiles = profiles
+        self.codes = array("B")
+        self.pending: dict[int, list] = {}  # coded: row -> [n, c, score, finished, solved] until it is finished
         self.n, self.c, self.finished, self.solved = array("B"), array("B"), array("B"), array("B")
         self.score = array("d")
 
     def __len__(self) -> int:
-        return len(self.n)
+        return len(self.codes) if self.profiles is not None else len(self.n)
 
     def new_row(self) -> int:
+        if self.profiles is not None:
+            self.codes.append(0)
+            row = len(self.codes) - 1
+            self.pending[row] = [0, 0, 0.0, 0, 0]
+            return row
         for column in (self.n, self.c, self.finished, self.solved, self.score):
             column.append(0)
         return len(self.n) - 1
 
     def add(self, row: int, solved: bool, score: float, success: bool) -> None:
+        if self.profiles is not None:
+            counts = self.pending[row]
+            counts[0] += 1
+            counts[1] += solved
+            counts[2] += score
+            counts[3] += success
+            counts[4] += success and solved
+            return
         try:
             self.n[row] += 1  # n counts the most: when no count fits a byte, n is the first not to
         except OverflowError:
@@ -106,116 +153,184 @@ class _RecordCounts:
         self.finished[row] += success
         self.solved[row] += success and solved
 
+    def finish(self, row: int) -> bool:
+        """``row``'s record has all its lines: a coded row becomes its profile's number. False when that would be
+        a profile beyond :data:`PROFILE_LIMIT` (the row stays pending: the caller makes every table raw)."""
+        if self.profiles is None:
+            return True
+        code = self.profiles.code(tuple(self.pending[row]))
+        if code < 0:
+            return False
+        try:
+            self.codes[row] = code
+        except OverflowError:
+            self.codes = array("H", self.codes)
+            self.codes[row] = code
+        del self.pending[row]
+        return True
+
+    def make_raw(self) -> None:
+        """Keep every row's counts in the five columns from now on."""
+        if self.profiles is None:
+            return
+        rows = list(self.rows())
+        self.profiles, self.codes, self.pending = None, array("B"), {}
+        wide = any(n > 255 for n, *_ in rows)
+        self.n, self.c, self.finished, self.solved = (array("I" if wide else "B", (entry[i] for entry in rows))
+                                                      for i in (0, 1, 3, 4))
+        self.score = array("d", (entry[2] for entry in rows))
+
     def row(self, row: int) -> tuple[int, int, float, int, int]:
+        if self.profiles is not None:
+            counts = self.pending.get(row)
+            return tuple(counts) if counts is not None else self.profiles.counts[self.codes[row]]  # type: ignore
         return self.n[row], self.c[row], self.score[row], self.finished[row], self.solved[row]
 
     def rows(self) -> Iterator[tuple[int, int, float, int, int]]:
-        return zip(self.n, self.c, self.score, self.finished, self.solved, strict=True)
+        if self.profiles is None:
+            return zip(self.n, self.c, self.score, self.finished, self.solved, strict=True)
+        if not self.pending:
+            return map(self.profiles.counts.__getitem__, self.codes)
+        return map(self.row, range(len(self.codes)))
 
 
 class _RecordIndex:
     """Where the counts of each record are, for a whole summary, so per-record counts are kept once (in the
-    record's group), and the overall figures read them in the order the file first names each record. A record
-    with lines in several groups (rare: lines that disagree on their generator) has a row in each, which the
+    record's group), and the overall figures read them in the order the file first names each record: record
+    number -> the group that saw it first (1 byte while there are at most 256 groups), its rows there in order. A
+    record with lines in several groups (rare: lines that disagree on their generator) has a row in each, which the
     overall figures add up.
 
-    Record keys (32 bytes each, :func:`_compact_key`) live in one flat byte array, found through an
-    open-addressing table of record numbers: about 70 bytes a record in all, with the counts, where a dict of keys
-    takes twice that, so a summary's memory grows as little as it can with the records it must tell apart. With
-    ``repeats`` (a run's lines) only the records in flight keep their key: 20 bytes a record in all."""
+    Any file (no ``repeats``): record keys (32 bytes each, :func:`_compact_key`) live in one flat byte array, found
+    through an open-addressing table of record numbers: about 70 bytes a record in all, with the counts, where a dict
+    of keys takes twice that, so a summary's memory grows as little as it can with the records it must tell apart.
+    With ``repeats`` (a run's lines) only the records in flight keep their key and counts; a finished record is its
+    group byte and its profile's number (:class:`_Profiles`): 2 bytes a record while the run has at most
+    :data:`PROFILE_LIMIT` profiles, 13 after."""
 
     def __init__(self, repeats: int | None = None) -> None:
         self.tables: list[_RecordCounts] = []
         #: with ``repeats`` (a run's lines: each (record, repeat) once), the keys of the records still expecting a
-        #: line -> [record number, its lines so far]; a record's key is dropped with its last repeat, so the index
-        #: holds the records in flight only and a record costs its counts alone
+        #: line -> [record number, its lines so far, {group: its row there}]; a record's key is dropped with its last
+        #: repeat, so the index holds the records in flight only
         self.repeats = repeats
-        self._live: dict[bytes, list[int]] = {}
+        self.profiles = _Profiles() if repeats is not None else None
+        self._live: dict[bytes, list] = {}
         self._keys = bytearray()  # record number -> its key, KEY_BYTES each, in order of first appearance
         self._slots = array("I", bytes(4 * 1024))  # open addressing: 0 free, else record number + 1
-        self.group_of = array("I")  # record number -> the group that saw it first
-        self.row_of = array("I")  # record number -> its row there
+        self.group_of = array("B")  # record number -> the group that saw it first
+        #: record number -> its row there; only without ``repeats`` (a run's record finds its row in ``_live``, the
+        #: overall figures walk each group's rows in order)
+        self.row_of = array("I")
         self.other_rows: dict[tuple[int, int], int] = {}  # (group, record number) -> row, the rare case above
 
     def new_table(self) -> tuple[int, _RecordCounts]:
-        self.tables.append(_RecordCounts())
+        self.tables.append(_RecordCounts(self.profiles))
         return len(self.tables) - 1, self.tables[-1]
 
-    def _number(self, key: bytes) -> int:
-        """The record number of ``key``, a new one when the key is new."""
-        if self.repeats is not None:
-            return self._live_number(key)
+    def _new_record(self, group: int) -> tuple[int, int]:
+        """A new record first seen in ``group``: its number and its row there."""
+        number = len(self.group_of)
+        try:
+            self.group_of.append(group)
+        except OverflowError:
+            self.group_of = array("I", self.group_of)
+            self.group_of.append(group)
+        return number, self.tables[group].new_row()
+
+    def _other_row(self, group: int, number: int) -> int:
+        row = self.other_rows.get((group, number))
+        if row is None:
+            row = self.other_rows[group, number] = self.tables[group].new_row()
+        return row
+
+    def add(self, key: bytes | None, group: int, solved: bool, score: float, success: bool) -> None:
+        """Count one line of ``key``'s record in ``group`` (``key`` None: a new record, for a run of one repeat)."""
+        if self.repeats is None:
+            row = self._row(key, group)  # type: ignore[arg-type]
+            self.tables[group].add(row, solved, score, success)
+            return
+        if key is None or self.repeats == 1:
+            _, row = self._new_record(group)
+            table = self.tables[group]
+            table.add(row, solved, score, success)
+            self._finish(((group, row),))
+            return
+        entry = self._live.get(key)
+        if entry is None:
+            number, row = self._new_record(group)
+            entry = self._live[key] = [number, 0, {group: row}]
+        else:
+            row = entry[2].get(group)
+            if row is None:
+                row = entry[2][group] = self._other_row(group, entry[0])
+        self.tables[group].add(row, solved, score, success)
+        entry[1] += 1
+        if entry[1] >= self.repeats:
+            del self._live[key]
+            self._finish(entry[2].items())
+
+    def _finish(self, rows: Iterable[tuple[int, int]]) -> None:
+        for group, row in rows:
+            if not self.tables[group].finish(row):  # past PROFILE_LIMIT: raw counts from now on
+                self.profiles = None
+                for table in self.tables:
+                    table.make_raw()
+
+    def _row(self, key: bytes, group: int) -> int:
+        """The row of ``key``'s record in ``group``'s table, any file."""
         slots, keys = self._slots, self._keys
         mask = len(slots) - 1
-        slot = int.from_bytes(key[:8], "little") & mask
+        slot = hash(key) & mask  # not the key's first bytes: an id of hex digits need not be a uniform hash
         while True:
             entry = slots[slot]
             if not entry:
                 break
             at = (entry - 1) * KEY_BYTES
             if keys[at:at + KEY_BYTES] == key:
-                return entry - 1
+                number = entry - 1
+                if self.group_of[number] == group:
+                    return self.row_of[number]
+                return self._other_row(group, number)
             slot = (slot + 1) & mask
-        number = len(self.group_of)
+        number, row = self._new_record(group)
         keys += key
         slots[slot] = number + 1
-        self.group_of.append(0)
-        self.row_of.append(0)
+        self.row_of.append(row)
         if 2 * (number + 1) > len(slots):  # kept at most half full: short probes
             self._grow()
-        return -1 - number  # new: the caller sets its group and row
-
-    def _live_number(self, key: bytes) -> int:
-        """:meth:`_number` among the records in flight: the key is forgotten with the record's last repeat."""
-        entry = self._live.get(key)
-        if entry is None:
-            number = len(self.group_of)
-            self.group_of.append(0)
-            self.row_of.append(0)
-            if self.repeats > 1:  # type: ignore[operator]
-                self._live[key] = [number, 1]
-            return -1 - number
-        entry[1] += 1
-        if entry[1] >= self.repeats:  # type: ignore[operator]
-            del self._live[key]
-        return entry[0]
+        return row
 
     def _grow(self) -> None:
         slots = array("I", bytes(8 * len(self._slots)))
         mask = len(slots) - 1
         keys = self._keys
         for number in range(len(self.group_of)):
-            slot = int.from_bytes(keys[number * KEY_BYTES:number * KEY_BYTES + 8], "little") & mask
+            slot = hash(bytes(keys[number * KEY_BYTES:(number + 1) * KEY_BYTES])) & mask
             while slots[slot]:
                 slot = (slot + 1) & mask
             slots[slot] = number + 1
         self._slots = slots
 
-    def row(self, key: bytes | None, group: int) -> int:
-        """The row of ``key``'s record in ``group``'s table (None: a new record, for a run of one repeat)."""
-        number = self._number(key) if key is not None else self._live_number(b"")
-        if number < 0:
-            number = -1 - number
-            row = self.tables[group].new_row()
-            self.group_of[number] = group
-            self.row_of[number] = row
-            return row
-        if self.group_of[number] == group:
-            return self.row_of[number]
-        row = self.other_rows.get((group, number))
-        if row is None:
-            row = self.other_rows[group, number] = self.tables[group].new_row()
-        return row
-
     def __len__(self) -> int:
         return len(self.group_of)
 
     def rows(self) -> Iterator[tuple[int, int, float, int, int]]:
-        """Every record's counts over all groups, in order of first appearance."""
+        """Every record's counts over all groups, in order of first appearance: each group's rows are its records'
+        in the order it first saw them, so the next row of a record's first group (less the rows of records first
+        seen elsewhere) is that record's."""
         extra: dict[int, list[tuple[int, int]]] = {}
+        foreign: dict[int, set[int]] = {}
         for (group, number), row in self.other_rows.items():
             extra.setdefault(number, []).append((group, row))
-        for number, (group, row) in enumerate(zip(self.group_of, self.row_of, strict=True)):
+            foreign.setdefault(group, set()).add(row)
+        following = [0] * len(self.tables)
+        for number, group in enumerate(self.group_of):
+            row = following[group]
+            skip = foreign.get(group)
+            while skip and row in skip:
+                row += 1
+            following[group] = row + 1
             counts = self.tables[group].row(row)
             for other, other_row in extra.get(number, ()):
                 counts = tuple(map(sum, zip(counts, self.tables[other].row(other_row), strict=True)))
@@ -285,12 +400,10 @@ class _Group:
         self.total_tokens += int(number(usage.get("total_tokens")))
         self.reached_max_turns += bool(data.get("reached_max_turns"))
         if self._group is not None:  # the overall totals read the groups' rows
-            records = self._records
-            assert isinstance(records, _RecordCounts)
             index = self._index
             # a run of one repeat writes each record once: a new row, no key to look up
             key = None if index.repeats == 1 else _compact_key(_record_key(data))
-            records.add(index.row(key, self._group), solved, score, success)
+            index.add(key, self._group, solved, score, success)
         self.score_bins[10 if score >= 1.0 else max(0, min(9, int(score * 10)))] += 1
         self.turn_counts[assistant] = self.turn_counts.get(assistant, 0) + 1
         self.tool_call_counts[calls] = self.tool_call_counts.get(calls, 0) + 1
@@ -384,9 +497,9 @@ class Summary:
     of the results file; the figures are those of :func:`summarize` over the file.
 
     ``repeats``: the lines hold each (record, repeat) at most once, with repeats ``0 .. repeats - 1`` (a run's
-    lines). A record's key is then forgotten with its last repeat, so the summary's memory holds the records still
-    in flight and about 20 bytes of counts per record; without it every key is kept (any file: a record's lines may
-    come in any order and number)."""
+    lines). A record's key and counts are then forgotten with its last repeat, so the summary's memory holds the
+    records still in flight and 2 bytes per finished record (its group, its profile: :class:`_RecordIndex`); without
+    it every key is kept (any file: a record's lines may come in any order and number)."""
 
     def __init__(self, *, examples: bool = False, repeats: int | None = None) -> None:
         if repeats is not None and repeats < 1:
