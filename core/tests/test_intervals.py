@@ -135,3 +135,15 @@ def test_the_csv_has_interval_and_flip_rate_columns():
     assert float(row["pass@2_high"]) == pytest.approx(overall["pass_at_k_ci"]["pass@2"][1])
     no_repeats = list(csv.DictReader(io.StringIO(summary_csv(summarize(lines_of({"a": [1.0]}))))))
     assert no_repeats[-1]["flip_rate"] == ""
+
+
+@pytest.mark.parametrize("shape", ["pooled", "direct", "direct-unequal"])
+def test_the_interval_does_not_depend_on_the_order_of_the_records(shape):
+    rng = random.Random(11)
+    units = [(float(rng.random() < 0.4) if shape == "pooled" else rng.random() * den, den)
+             for den in (rng.choice((1.0, 2.0, 3.0)) if shape == "direct-unequal" else 1.0 for _ in range(300))]
+    shuffled = units[:]
+    rng.shuffle(shuffled)
+    interval = ratio_interval(units)
+    assert interval[0] < interval[1]
+    assert ratio_interval(shuffled) == ratio_interval(list(reversed(units))) == interval

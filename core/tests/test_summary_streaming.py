@@ -25,7 +25,8 @@ pytestmark = pytest.mark.usefixtures("only_example")
 FIGURES = ("overall", "groups", "pass_at_k_definition", "interval_definition")
 
 
-def run_like_lines(records: int, repeats: int, seed: int, *, continuous: bool) -> list[dict]:
+def run_like_lines(records: int, repeats: int, seed: int, *, continuous: bool, generators: int = 4,
+                   sources: int = 2) -> list[dict]:
     """Each (record, repeat) once, in the order concurrent episodes finish: a record's repeats near together,
     records interleaved; several generators, a few lines that disagree on theirs, failures."""
     rng = random.Random(seed)
@@ -39,10 +40,10 @@ def run_like_lines(records: int, repeats: int, seed: int, *, continuous: bool) -
     lines = []
     for record, repeat in order:
         key = f"{record * 2654435761 % 2**256:064x}" if record % 5 else f"older-record-{record}"
-        generator = f"level_{record % 4}" if rng.random() > 0.03 else "moved"
+        generator = f"level_{record % generators}" if rng.random() > 0.03 else "moved"
         success = rng.random() > 0.08
         score = (rng.random() if continuous else float(rng.random() > 0.5)) if success else 0.0
-        lines.append({"id": f"{key}:{repeat}", "repeat": repeat, "data_source": f"source_{record % 2}",
+        lines.append({"id": f"{key}:{repeat}", "repeat": repeat, "data_source": f"source_{record % sources}",
                       "generator": generator, "score": score, "success": success, "solved": success and score > 0.6,
                       "error_type": None if success else "infrastructure", "finish_reason": "stop",
                       "turn_record": {"assistant_turns": 1 + record % 3, "tool_calls": record % 2}})
@@ -159,20 +160,21 @@ def test_an_index_larger_than_a_piece_is_written_whole():
 def test_a_run_past_the_profile_limit_keeps_every_count_and_the_same_figures(repeats):
     from bootcamp_core.evaluate.statistics import PROFILE_LIMIT
 
-    # continuous scores: nearly every record a profile of its own, so the summary turns to raw counts midway, some
-    # records still in flight then
+    # continuous scores: nearly every record a profile of its own, so the main group turns to raw counts midway,
+    # some records still in flight then; the few lines of another generator stay profiled
     records = PROFILE_LIMIT + 300
-    lines = run_like_lines(records, repeats, seed=repeats, continuous=True)
+    lines = run_like_lines(records, repeats, seed=repeats, continuous=True, generators=1, sources=1)
     streamed = Summary(repeats=repeats)
     for line in lines:
         streamed.add(line)
-    assert streamed._index.profiles is None  # the switch happened
+    kinds = sorted((len(table), table.profiles is None) for table in streamed._index.tables)
+    assert kinds[-1] >= (PROFILE_LIMIT, True) and kinds[0][1] is False
     figures = streamed.to_dict()
     assert figures == summarize(lines)
     assert figures["overall"]["records"] == records
 
 
-def test_a_finished_record_of_a_run_costs_two_bytes():
+def test_a_run_summary_stays_the_same_size_however_many_records_it_holds():
     import tracemalloc
 
     def lines(first: int, count: int):
@@ -182,7 +184,7 @@ def test_a_finished_record_of_a_run_costs_two_bytes():
                    "score": float(solved), "solved": solved, "success": record % 17 != 0}
 
     summary = Summary(repeats=1)
-    for line in lines(0, 1000):  # the tables and their first rows exist
+    for line in lines(0, 1000):  # the groups and their profiles exist
         summary.add(line)
     tracemalloc.start()
     try:
@@ -192,14 +194,37 @@ def test_a_finished_record_of_a_run_costs_two_bytes():
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    # a group byte and a profile byte per record (arrays over-allocate by an eighth), not 20 bytes of counts
-    assert grown < 3 * 60_000, grown
+    # a finished record is one more count of its profile: nothing per record (it was 20 bytes, 1.2 MB here)
+    assert grown < 16_384, grown
     overall = summary.to_dict()["overall"]
     solved = sum(1 for record in range(61_000) if record % 3 and record % 17)
     assert (overall["records"], overall["count"], overall["solved"]) == (61_000, 61_000, solved)
     assert overall["pass_at_k"]["pass@1"] == solved / 61_000
     low, high = overall["pass_at_k_ci"]["pass@1"]
     assert low < solved / 61_000 < high
+
+
+@pytest.mark.parametrize(("repeats", "scores"), [(1, "dyadic"), (3, "dyadic"), (3, "binary"), (2, "continuous")])
+def test_the_figures_do_not_depend_on_the_order_the_episodes_finish_in(repeats, scores):
+    # the same episodes finishing in two orders (as two runs of the same model would) give the same figures,
+    # intervals included, whether the records pool into few profiles or are drawn directly
+    lines = run_like_lines(240, repeats, seed=repeats, continuous=scores != "binary")
+    for line in lines:
+        if scores == "dyadic" and line["success"]:  # multiples of 1/64: every sum exact, so the means agree too
+            line["score"] = round(line["score"] * 64) / 64
+    shuffled = lines[:]
+    random.Random(9).shuffle(shuffled)
+    by_record = sorted(lines, key=lambda line: line["id"])
+    first, second = summarize(lines), summarize(shuffled)
+    streamed = Summary(repeats=repeats)
+    for line in by_record:  # a record's repeats one after the other
+        streamed.add(line)
+    third = streamed.to_dict()
+    if scores == "continuous":  # float sums of the scores differ in their last bits with the order: all but those
+        for figures in (first, second, third):
+            for group in (figures["overall"], *figures["groups"]):
+                assert 0 <= group.pop("mean_score") <= 1
+    assert first == second == third
 
 
 def test_records_keyed_by_counting_ids_summarize_like_hashed_ones():

@@ -6,8 +6,10 @@ evidence. A statistic is a ratio of per-record sums, ``sum(numerator) / sum(deno
 the mean score is (the record's score sum) / (its episodes), the solved rate (its solved episodes) / (its episodes),
 pass@k the mean of the records' pass@k over the records with ``n >= k``. The interval is the 2.5th and 97.5th
 percentiles (linear interpolation) of the resampled statistic. The random generator is seeded
-(:data:`DEFAULT_SEED`), so the same results give the same numbers on every run and Python version. One record (or
-records that all agree) gives ``[value, value]``; no record gives ``[0, 0]``.
+(:data:`DEFAULT_SEED`), and the records are drawn from in a canonical order (sorted by their numerator and
+denominator), so the same results give the same numbers on every run and Python version, whatever order the
+records come in (episodes finish in a different order on every run). One record (or records that all agree) gives
+``[value, value]``; no record gives ``[0, 0]``.
 
 Fast without numpy: records with equal (numerator, denominator) are pooled, and when there are few such profiles (0/1
 scores) a resample is one multinomial draw over them, by binomials; otherwise the records' sums are drawn directly.
@@ -58,9 +60,9 @@ def ratio_interval(units: Iterable[tuple[float, float]], *, resamples: int = RES
 
 def streamed_ratio_interval(units: Callable[[], Iterable[tuple[float, float]]], *, resamples: int = RESAMPLES,
                             seed: int = DEFAULT_SEED, confidence: float = CONFIDENCE) -> list[float]:
-    """:func:`ratio_interval` of the units ``units()`` yields, each call anew in the same order: the units are
-    counted and pooled as they pass, so no list of them is built unless there are too many profiles to pool (then
-    two flat arrays, 16 bytes a unit)."""
+    """:func:`ratio_interval` of the units ``units()`` yields, each call anew (in any order, the same each call):
+    the units are counted and pooled as they pass, so no list of them is built unless there are too many profiles
+    to pool (then two flat arrays, 16 bytes a unit, sorted)."""
     size = 0
     for _, den in units():
         size += 1
@@ -68,7 +70,8 @@ def streamed_ratio_interval(units: Callable[[], Iterable[tuple[float, float]]], 
             raise ValueError("every unit needs a positive denominator")
     if not size:
         return [0.0, 0.0]
-    point = sum(float(num) for num, _ in units()) / sum(float(den) for _, den in units())
+    # exact sums (math.fsum): the same point whatever the order of the units
+    point = math.fsum(float(num) for num, _ in units()) / math.fsum(float(den) for _, den in units())
     profiles: Counter = Counter()
     poolable = True  # at most size / 4 profiles: pooled; counting stops at the first profile beyond
     first_ratio: float | None = None
@@ -94,6 +97,7 @@ def streamed_ratio_interval(units: Callable[[], Iterable[tuple[float, float]]], 
         for num, den in units():
             nums.append(float(num))
             dens.append(float(den))
+        nums, dens = _canonical(nums, dens)
         stats = _direct_resamples(nums, dens, resamples, rng)
     stats.sort()
     tail = (1.0 - confidence) / 2
@@ -109,6 +113,14 @@ def flip_rate(outcomes: Iterable[tuple[int, int]]) -> tuple[float | None, int]:
             eligible += 1
             flipped += 0 < solved < finished
     return (flipped / eligible if eligible else None), flipped
+
+
+def _canonical(nums: array, dens: array) -> tuple[array, array]:
+    """The units sorted by (numerator, denominator): what the draws pick from does not depend on the units' order."""
+    if len(set(dens)) == 1:
+        return array("d", sorted(nums)), dens
+    order = sorted(range(len(nums)), key=lambda at: (nums[at], dens[at]))
+    return array("d", (nums[at] for at in order)), array("d", (dens[at] for at in order))
 
 
 def _direct_resamples(nums: array, dens: array, resamples: int, rng: random.Random) -> list[float]:

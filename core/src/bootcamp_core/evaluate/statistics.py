@@ -19,6 +19,7 @@ import math
 import os
 from array import array
 from collections.abc import Iterable, Iterator
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
@@ -75,58 +76,41 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - product
 
 
-#: Distinct record profiles a run's summary numbers before it keeps each record's counts in full (continuous scores
-#: make nearly every record a profile of its own; then the five columns of counts are the smaller).
+#: Distinct profiles a group of a run's summary counts before it keeps each record's counts in full (continuous
+#: scores make nearly every record a profile of its own; then the five columns of counts are the smaller).
 PROFILE_LIMIT = 1024
 
-
-class _Profiles:
-    """The distinct finished counts (n, c, score sum, finished, solved) of a run's records, each numbered once, so a
-    record's counts are kept as the number of its profile: with 0/1 scores a handful of profiles, whatever the run's
-    size."""
-
-    __slots__ = ("codes", "counts")
-
-    def __init__(self) -> None:
-        self.codes: dict[tuple, int] = {}
-        self.counts: list[tuple] = []
-
-    def code(self, counts: tuple) -> int:
-        """The number of ``counts``' profile; -1 when it is new and :data:`PROFILE_LIMIT` profiles are numbered."""
-        code = self.codes.get(counts)
-        if code is None:
-            if len(self.counts) >= PROFILE_LIMIT:
-                return -1
-            code = self.codes[counts] = len(self.counts)
-            self.counts.append(counts)
-        return code
+Counts = tuple[int, int, float, int, int]
 
 
 class _RecordCounts:
-    """Per-record counts of one group, a row per record in the order the group first saw it: episodes n, solved c,
-    score sum, finished (no infrastructure error), solved among the finished.
+    """Per-record counts of one group: episodes n, solved c, score sum, finished (no infrastructure error), solved
+    among the finished. Every figure read from them is the same in any order of the records (the intervals draw in
+    a canonical order, sums are exact), so the records are kept without their order.
 
-    Coded (a run's summary, with a :class:`_Profiles`): a finished row is its profile's number, 1 byte while there
-    are at most 256 profiles, 2 after; a row whose record expects more lines keeps its counts in a list until its
-    last one. Raw (any file, or a run past :data:`PROFILE_LIMIT` profiles): five flat columns, 12 bytes a record while
-    no record has more than 255 episodes, 24 after."""
+    Profiled (a run's summary): a finished record is one more count of its profile, its counts as a tuple, so a
+    group's memory is its profiles (a handful with 0/1 scores), whatever the number of its records; a record that
+    expects more lines keeps its counts in a list until its last one. Raw (any file, or a group past
+    :data:`PROFILE_LIMIT` profiles): five flat columns, 12 bytes a record while no record has more than 255
+    episodes, 24 after. A row is a record's number in the group; rows stay valid when a group turns raw."""
 
-    __slots__ = ("c", "codes", "finished", "n", "pending", "profiles", "score", "solved")
+    __slots__ = ("c", "finished", "n", "pending", "profiles", "score", "size", "solved")
 
-    def __init__(self, profiles: _Profiles | None = None) -> None:
-        self.profiles = profiles
-        self.codes = array("B")
-        self.pending: dict[int, list] = {}  # coded: row -> [n, c, score, finished, solved] until it is finished
+    def __init__(self, profiled: bool = False) -> None:
+        #: profiled: counts -> records finished with them; None: raw
+        self.profiles: dict[Counts, int] | None = {} if profiled else None
+        self.pending: dict[int, list] = {}  # profiled: row -> [n, c, score, finished, solved] until it is finished
+        self.size = 0  # profiled: rows handed out
         self.n, self.c, self.finished, self.solved = array("B"), array("B"), array("B"), array("B")
         self.score = array("d")
 
     def __len__(self) -> int:
-        return len(self.codes) if self.profiles is not None else len(self.n)
+        return self.size if self.profiles is not None else len(self.n)
 
     def new_row(self) -> int:
         if self.profiles is not None:
-            self.codes.append(0)
-            row = len(self.codes) - 1
+            row = self.size
+            self.size += 1
             self.pending[row] = [0, 0, 0.0, 0, 0]
             return row
         for column in (self.n, self.c, self.finished, self.solved, self.score):
@@ -153,129 +137,114 @@ class _RecordCounts:
         self.finished[row] += success
         self.solved[row] += success and solved
 
-    def finish(self, row: int) -> bool:
-        """``row``'s record has all its lines: a coded row becomes its profile's number. False when that would be
-        a profile beyond :data:`PROFILE_LIMIT` (the row stays pending: the caller makes every table raw)."""
-        if self.profiles is None:
-            return True
-        code = self.profiles.code(tuple(self.pending[row]))
-        if code < 0:
-            return False
-        try:
-            self.codes[row] = code
-        except OverflowError:
-            self.codes = array("H", self.codes)
-            self.codes[row] = code
-        del self.pending[row]
-        return True
-
-    def make_raw(self) -> None:
-        """Keep every row's counts in the five columns from now on."""
-        if self.profiles is None:
+    def finish(self, row: int) -> None:
+        """``row``'s record has all its lines: a profiled row becomes one more count of its profile."""
+        profiles = self.profiles
+        if profiles is None:
             return
-        rows = list(self.rows())
-        self.profiles, self.codes, self.pending = None, array("B"), {}
-        wide = any(n > 255 for n, *_ in rows)
+        counts = tuple(self.pending.pop(row))
+        profiles[counts] = profiles.get(counts, 0) + 1  # type: ignore[index]
+        if len(profiles) > PROFILE_LIMIT:
+            self._make_raw()
+
+    def _make_raw(self) -> None:
+        """Keep every row's counts in the five columns from now on: a row in flight keeps its number, the finished
+        records take the others."""
+        assert self.profiles is not None
+        finished = (counts for counts, times in self.profiles.items() for _ in range(times))
+        rows: list[Any] = [self.pending.get(row) or next(finished) for row in range(self.size)]
+        self.profiles, self.pending, self.size = None, {}, 0
+        wide = any(entry[0] > 255 for entry in rows)
         self.n, self.c, self.finished, self.solved = (array("I" if wide else "B", (entry[i] for entry in rows))
                                                       for i in (0, 1, 3, 4))
         self.score = array("d", (entry[2] for entry in rows))
 
-    def row(self, row: int) -> tuple[int, int, float, int, int]:
+    def row(self, row: int) -> Counts:
+        """The counts of a raw row or of a profiled row still in flight."""
         if self.profiles is not None:
-            counts = self.pending.get(row)
-            return tuple(counts) if counts is not None else self.profiles.counts[self.codes[row]]  # type: ignore
+            return tuple(self.pending[row])  # type: ignore[return-value]
         return self.n[row], self.c[row], self.score[row], self.finished[row], self.solved[row]
 
-    def rows(self) -> Iterator[tuple[int, int, float, int, int]]:
+    def rows(self) -> Iterator[Counts]:
+        """Every record's counts, in no particular order (the same on every call while nothing is added)."""
         if self.profiles is None:
             return zip(self.n, self.c, self.score, self.finished, self.solved, strict=True)
-        if not self.pending:
-            return map(self.profiles.counts.__getitem__, self.codes)
-        return map(self.row, range(len(self.codes)))
+        finished = chain.from_iterable(map(repeat, self.profiles.keys(), self.profiles.values()))
+        return chain(finished, map(tuple, self.pending.values())) if self.pending else finished
 
 
 class _RecordIndex:
-    """Where the counts of each record are, for a whole summary, so per-record counts are kept once (in the
-    record's group), and the overall figures read them in the order the file first names each record: record
-    number -> the group that saw it first (1 byte while there are at most 256 groups), its rows there in order. A
-    record with lines in several groups (rare: lines that disagree on their generator) has a row in each, which the
-    overall figures add up.
+    """Where the counts of each record are, for a whole summary: in the record's group, once, so the overall
+    figures read the groups' counts. A record with lines in several groups (rare: lines that disagree on their
+    generator) has a row in each, which the overall figures add up: its rows are left out of the groups' records
+    there (``_skip``) and their sum counted instead (``_merged``).
 
     Any file (no ``repeats``): record keys (32 bytes each, :func:`_compact_key`) live in one flat byte array, found
-    through an open-addressing table of record numbers: about 70 bytes a record in all, with the counts, where a dict
-    of keys takes twice that, so a summary's memory grows as little as it can with the records it must tell apart.
-    With ``repeats`` (a run's lines) only the records in flight keep their key and counts; a finished record is its
-    group byte and its profile's number (:class:`_Profiles`): 2 bytes a record while the run has at most
-    :data:`PROFILE_LIMIT` profiles, 13 after."""
+    through an open-addressing table of record numbers, with the group that first saw each record and its row
+    there: about 70 bytes a record in all, with the counts, where a dict of keys takes twice that, so a summary's
+    memory grows as little as it can with the records it must tell apart. With ``repeats`` (a run's lines) only the
+    records in flight keep their key and counts; a finished record is one more count of its profile in its group
+    (:class:`_RecordCounts`): a run's summary stays the same size however many records it holds."""
 
     def __init__(self, repeats: int | None = None) -> None:
         self.tables: list[_RecordCounts] = []
         #: with ``repeats`` (a run's lines: each (record, repeat) once), the keys of the records still expecting a
-        #: line -> [record number, its lines so far, {group: its row there}]; a record's key is dropped with its last
-        #: repeat, so the index holds the records in flight only
+        #: line -> [its lines so far, {group: its row there}]; a record's key is dropped with its last repeat, so the
+        #: index holds the records in flight only
         self.repeats = repeats
-        self.profiles = _Profiles() if repeats is not None else None
+        self.records = 0
         self._live: dict[bytes, list] = {}
         self._keys = bytearray()  # record number -> its key, KEY_BYTES each, in order of first appearance
         self._slots = array("I", bytes(4 * 1024))  # open addressing: 0 free, else record number + 1
-        self.group_of = array("B")  # record number -> the group that saw it first
-        #: record number -> its row there; only without ``repeats`` (a run's record finds its row in ``_live``, the
-        #: overall figures walk each group's rows in order)
-        self.row_of = array("I")
-        self.other_rows: dict[tuple[int, int], int] = {}  # (group, record number) -> row, the rare case above
+        self.group_of = array("B")  # any file: record number -> the group that saw it first
+        self.row_of = array("I")  # any file: record number -> its row there
+        self.other_rows: dict[tuple[int, int], int] = {}  # any file: (group, record number) -> row, the rare case
+        #: a run's finished records with rows in several groups: one row's counts each left out of the groups' records
+        #: for the overall figures -> how many times, and their sums, which the overall figures count instead
+        self._skip: dict[Counts, int] = {}
+        self._merged: list[Counts] = []
 
     def new_table(self) -> tuple[int, _RecordCounts]:
-        self.tables.append(_RecordCounts(self.profiles))
+        self.tables.append(_RecordCounts(profiled=self.repeats is not None))
         return len(self.tables) - 1, self.tables[-1]
-
-    def _new_record(self, group: int) -> tuple[int, int]:
-        """A new record first seen in ``group``: its number and its row there."""
-        number = len(self.group_of)
-        try:
-            self.group_of.append(group)
-        except OverflowError:
-            self.group_of = array("I", self.group_of)
-            self.group_of.append(group)
-        return number, self.tables[group].new_row()
-
-    def _other_row(self, group: int, number: int) -> int:
-        row = self.other_rows.get((group, number))
-        if row is None:
-            row = self.other_rows[group, number] = self.tables[group].new_row()
-        return row
 
     def add(self, key: bytes | None, group: int, solved: bool, score: float, success: bool) -> None:
         """Count one line of ``key``'s record in ``group`` (``key`` None: a new record, for a run of one repeat)."""
+        table = self.tables[group]
         if self.repeats is None:
-            row = self._row(key, group)  # type: ignore[arg-type]
-            self.tables[group].add(row, solved, score, success)
+            table.add(self._row(key, group), solved, score, success)  # type: ignore[arg-type]
             return
         if key is None or self.repeats == 1:
-            _, row = self._new_record(group)
-            table = self.tables[group]
+            self.records += 1
+            row = table.new_row()
             table.add(row, solved, score, success)
-            self._finish(((group, row),))
+            table.finish(row)
             return
         entry = self._live.get(key)
         if entry is None:
-            number, row = self._new_record(group)
-            entry = self._live[key] = [number, 0, {group: row}]
+            self.records += 1
+            row = table.new_row()
+            entry = self._live[key] = [0, {group: row}]
         else:
-            row = entry[2].get(group)
+            row = entry[1].get(group)
             if row is None:
-                row = entry[2][group] = self._other_row(group, entry[0])
-        self.tables[group].add(row, solved, score, success)
-        entry[1] += 1
-        if entry[1] >= self.repeats:
+                row = entry[1][group] = table.new_row()
+        table.add(row, solved, score, success)
+        entry[0] += 1
+        if entry[0] >= self.repeats:
             del self._live[key]
-            self._finish(entry[2].items())
+            rows = entry[1]
+            if len(rows) > 1:
+                self._note_merged(rows.items(), self._skip, self._merged)
+            for at, row in rows.items():
+                self.tables[at].finish(row)
 
-    def _finish(self, rows: Iterable[tuple[int, int]]) -> None:
-        for group, row in rows:
-            if not self.tables[group].finish(row):  # past PROFILE_LIMIT: raw counts from now on
-                self.profiles = None
-                for table in self.tables:
-                    table.make_raw()
+    def _note_merged(self, rows: Iterable[tuple[int, int]], skip: dict, merged: list) -> None:
+        """A record's rows in several groups: each left out of the overall figures, their sum counted instead."""
+        parts = [self.tables[group].row(row) for group, row in rows]
+        for counts in parts:
+            skip[counts] = skip.get(counts, 0) + 1
+        merged.append(tuple(map(sum, zip(*parts, strict=True))))
 
     def _row(self, key: bytes, group: int) -> int:
         """The row of ``key``'s record in ``group``'s table, any file."""
@@ -291,12 +260,22 @@ class _RecordIndex:
                 number = entry - 1
                 if self.group_of[number] == group:
                     return self.row_of[number]
-                return self._other_row(group, number)
+                row = self.other_rows.get((group, number))
+                if row is None:
+                    row = self.other_rows[group, number] = self.tables[group].new_row()
+                return row
             slot = (slot + 1) & mask
-        number, row = self._new_record(group)
+        number = self.records
+        self.records += 1
+        try:
+            self.group_of.append(group)
+        except OverflowError:  # a 257th group
+            self.group_of = array("I", self.group_of)
+            self.group_of.append(group)
+        row = self.tables[group].new_row()
+        self.row_of.append(row)
         keys += key
         slots[slot] = number + 1
-        self.row_of.append(row)
         if 2 * (number + 1) > len(slots):  # kept at most half full: short probes
             self._grow()
         return row
@@ -305,7 +284,7 @@ class _RecordIndex:
         slots = array("I", bytes(8 * len(self._slots)))
         mask = len(slots) - 1
         keys = self._keys
-        for number in range(len(self.group_of)):
+        for number in range(self.records):
             slot = hash(bytes(keys[number * KEY_BYTES:(number + 1) * KEY_BYTES])) & mask
             while slots[slot]:
                 slot = (slot + 1) & mask
@@ -313,28 +292,35 @@ class _RecordIndex:
         self._slots = slots
 
     def __len__(self) -> int:
-        return len(self.group_of)
+        return self.records
 
-    def rows(self) -> Iterator[tuple[int, int, float, int, int]]:
-        """Every record's counts over all groups, in order of first appearance: each group's rows are its records'
-        in the order it first saw them, so the next row of a record's first group (less the rows of records first
-        seen elsewhere) is that record's."""
-        extra: dict[int, list[tuple[int, int]]] = {}
-        foreign: dict[int, set[int]] = {}
-        for (group, number), row in self.other_rows.items():
-            extra.setdefault(number, []).append((group, row))
-            foreign.setdefault(group, set()).add(row)
-        following = [0] * len(self.tables)
-        for number, group in enumerate(self.group_of):
-            row = following[group]
-            skip = foreign.get(group)
-            while skip and row in skip:
-                row += 1
-            following[group] = row + 1
-            counts = self.tables[group].row(row)
-            for other, other_row in extra.get(number, ()):
-                counts = tuple(map(sum, zip(counts, self.tables[other].row(other_row), strict=True)))
-            yield counts
+    def rows(self) -> Iterator[Counts]:
+        """Every record's counts over all groups, in no particular order (the same on every call while nothing is
+        added)."""
+        skip, merged = dict(self._skip), list(self._merged)
+        for entry in self._live.values():  # a run's records in flight in several groups, as they stand
+            if len(entry[1]) > 1:
+                self._note_merged(entry[1].items(), skip, merged)
+        if self.other_rows:  # any file's records in several groups
+            rows: dict[int, list[tuple[int, int]]] = {}
+            for (group, number), row in self.other_rows.items():
+                rows.setdefault(number, [(self.group_of[number], self.row_of[number])]).append((group, row))
+            for record_rows in rows.values():
+                self._note_merged(record_rows, skip, merged)
+        every = chain.from_iterable(table.rows() for table in self.tables)
+        if skip:
+            every = _without(every, skip)
+        return chain(every, merged)
+
+
+def _without(rows: Iterable[Counts], skip: dict[Counts, int]) -> Iterator[Counts]:
+    """``rows`` less, for each counts in ``skip``, that many rows equal to it."""
+    for counts in rows:
+        left = skip.get(counts)
+        if left:
+            skip[counts] = left - 1
+            continue
+        yield counts
 
 
 #: Bytes of a record key in a summary's index: a sha256.
@@ -432,7 +418,8 @@ class _Group:
                             value = values[n, c] = pass_at_k(n, c, k)
                         yield value, 1
 
-            pass_k[f"pass@{k}"] = sum(value for value, _ in eligible()) / sum(1 for _ in eligible())
+            # an exact sum: the same figure whatever the order the records are read in
+            pass_k[f"pass@{k}"] = math.fsum(value for value, _ in eligible()) / sum(1 for _ in eligible())
             pass_k_ci[f"pass@{k}"] = streamed_ratio_interval(eligible)
         flips, flipped = flip_rate((finished, solved) for *_, finished, solved in records())
         return {
