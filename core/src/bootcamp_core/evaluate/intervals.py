@@ -42,7 +42,8 @@ DEFAULT_SEED = 20261201
 #: What the intervals are, written into every summary.json beside ``pass_at_k_definition``.
 INTERVAL_DEFINITION = (
     f"{CONFIDENCE:.0%} percentile bootstrap, {RESAMPLES} resamples of the records with replacement (all repeats of a "
-    f"record move together), seed {DEFAULT_SEED}: mean_score_ci and solved_rate_ci resample the group's records, "
+    f"record move together), seed {DEFAULT_SEED}, drawn from the records sorted by their (numerator, denominator) so "
+    "that their order does not matter: mean_score_ci and solved_rate_ci resample the group's records, "
     "pass_at_k_ci the records with n >= k; flip_rate = share of the records with >= 2 finished episodes (no "
     "infrastructure error) whose episodes disagree on solved (null when none has 2), flipped_records = their count"
 )
