@@ -485,7 +485,7 @@ class Summary:
 
     ``repeats``: the lines hold each (record, repeat) at most once, with repeats ``0 .. repeats - 1`` (a run's
     lines). A record's key and counts are then forgotten with its last repeat, so the summary's memory holds the
-    records still in flight and 2 bytes per finished record (its group, its profile: :class:`_RecordIndex`); without
+    records still in flight and each group's profiles, nothing per finished record (:class:`_RecordCounts`); without
     it every key is kept (any file: a record's lines may come in any order and number)."""
 
     def __init__(self, *, examples: bool = False, repeats: int | None = None) -> None:
