@@ -118,7 +118,11 @@ def ray_cluster() -> Iterator[LocalCluster]:
     env = {**os.environ, "BOOTCAMP_LOAD_PLUGINS": "example", "BOOTCAMP_STRICT_PLUGINS": "1",
            "RAY_USAGE_STATS_ENABLED": "0",
            # how long the raylet waits for its agents' ports: on a busy machine they can take longer than Ray's default
-           "RAY_agent_register_timeout_ms": "120000"}
+           "RAY_agent_register_timeout_ms": "120000",
+           # how long the Ray Client proxy waits for a client's own server process to answer (Ray's default 30 s):
+           # on a busy machine its start alone took longer, and the test's driver was refused ("Initialization
+           # failure from server"), which left this process's Ray half set up for the tests after it
+           "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120"}
     env.pop("OPENAI_API_KEY", None)
     env.pop("RAY_ADDRESS", None)
     try:
