@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +25,11 @@ def import_ray() -> Any:
     return ray
 
 
+#: Tries of a connection the server side refused while starting up ("Initialization failure from server": a Ray
+#: Client whose own server on the head did not answer in time).
+CLIENT_INIT_ATTEMPTS = 3
+
+
 @contextlib.contextmanager
 def connected(address: str | None = LOCAL) -> Iterator[Any]:
     """Ray, connected for the block: to ``address`` (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``), or with no
@@ -39,12 +45,19 @@ def connected(address: str | None = LOCAL) -> Iterator[Any]:
     elif not os.environ.get("RAY_ADDRESS"):
         # a local instance for this command: loopback only, no dashboard
         kwargs.update(include_dashboard=False, _node_ip_address="127.0.0.1")
-    try:
-        ray.init(**kwargs)
-    except (ConnectionError, ValueError, RuntimeError) as error:
-        shown = address or os.environ.get("RAY_ADDRESS") or "a local instance"
-        raise ConfigError(f"cannot connect to Ray at {shown}: {str(error).splitlines()[0] if str(error) else error}"
-                          ) from None
+    for attempt in range(CLIENT_INIT_ATTEMPTS):
+        try:
+            ray.init(**kwargs)
+            break
+        except (ConnectionError, ValueError, RuntimeError) as error:
+            ray.shutdown()  # a refused connection leaves no half-made Ray behind for a later ray.init
+            # a Ray Client's server that did not come up in time (a busy head) is tried again, after a pause
+            if isinstance(error, ConnectionAbortedError) and attempt + 1 < CLIENT_INIT_ATTEMPTS:
+                time.sleep(2.0 * (attempt + 1))
+                continue
+            shown = address or os.environ.get("RAY_ADDRESS") or "a local instance"
+            raise ConfigError(f"cannot connect to Ray at {shown}: "
+                              f"{str(error).splitlines()[0] if str(error) else error}") from None
     try:
         yield ray
     finally:
