@@ -158,10 +158,9 @@ async def bare_http(records: list[dict], base_url: str, concurrency: int, model:
     calls per request (0.5 at 1 tool turn per episode, near 1 at 40)."""
     import random
 
-    import httpx
     import openai
 
-    from bootcamp_core.episode.policies import OpenAIPolicy
+    from bootcamp_core.episode.policies import OpenAIPolicy, sdk_http
     from bootcamp_core.plugin.loader import get_registry
 
     tool = get_registry().component("tool", "example/calculator")
@@ -169,7 +168,7 @@ async def bare_http(records: list[dict], base_url: str, concurrency: int, model:
     size = min(concurrency, 64)
     clients = [
         openai.AsyncOpenAI(base_url=base_url, api_key="EMPTY", max_retries=0, http_client=openai.DefaultAsyncHttpxClient(
-            limits=httpx.Limits(max_connections=size, max_keepalive_connections=size)))
+            limits=sdk_http().Limits(max_connections=size, max_keepalive_connections=size)))
         for _ in range(max(1, concurrency // 64))
     ] if not policy_only else [None]
     policy = OpenAIPolicy(api_url=base_url, model=model, client=client) if policy_only else None

@@ -19,7 +19,7 @@ from bootcamp_core.episode.retries import AdaptiveConcurrency, RetryableError, R
 from bootcamp_core.evaluate.config import EvalConfig
 from bootcamp_core.evaluate.dataset import load_dataset
 from bootcamp_core.evaluate.run import run_evaluation
-from bootcamp_core.plugin.errors import ERROR_KINDS
+from bootcamp_core.plugin.errors import ERROR_KINDS, InfrastructureError
 from bootcamp_core.testing.chat_server import (
     FAULT_KINDS,
     Reply,
@@ -152,6 +152,35 @@ def test_retry_after_is_honoured_up_to_the_cap_and_the_budget_bounds_the_attempt
     with pytest.raises(Exception) as caught:
         anyio.run(lambda: with_retries(always_failing, RetryPolicy(budget_s=0.2, base_s=0.01, max_s=0.02)))
     assert getattr(caught.value, "kind", None) == "server_error" and "0.2 s retry budget" in str(caught.value)
+
+
+@pytest.mark.parametrize("package", ["httpx", "httpx2"])
+def test_a_transport_error_of_either_http_package_is_retried_and_other_errors_are_not(package):
+    # openai 3 and the mcp SDK are built on httpx2, the tool server's clients and openai 1.x-2.x on httpx
+    http = pytest.importorskip(package) if package == "httpx2" else __import__(package)
+    failures = [http.ConnectError("refused"), http.ReadTimeout("slow")]
+
+    async def flaky() -> str:
+        if failures:
+            raise failures.pop(0)
+        return "ok"
+
+    stats = RetryStats()
+    assert anyio.run(lambda: with_retries(flaky, RetryPolicy(base_s=0.001, max_s=0.002), stats=stats)) == "ok"
+    assert stats.retries == 2
+
+    async def broken() -> None:
+        raise http.UnsupportedProtocol("ftp://")  # a TransportError too: retried until the budget ends
+
+    with pytest.raises(InfrastructureError, match="after"):
+        anyio.run(lambda: with_retries(broken, RetryPolicy(budget_s=0.05, base_s=0.001, max_s=0.002)))
+
+    async def bug() -> None:
+        raise KeyError("not transport")
+
+    with pytest.raises(InfrastructureError, match="request failed: KeyError") as caught:
+        anyio.run(lambda: with_retries(bug, RetryPolicy(base_s=0.001, max_s=0.002)))
+    assert caught.value.__cause__ is not None and isinstance(caught.value.__cause__, KeyError)
 
 
 def test_backoff_grows_exponentially_up_to_the_cap_with_jitter_from_the_given_random():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import anyio
-import httpx
 import openai
 import pytest
 
@@ -78,7 +77,7 @@ def test_a_thousand_concurrent_conversations_each_get_their_own_script():
 
     async def main(server: ScriptedChatServer) -> list[str]:
         # generous connect timeout: 1,000 connections at once on a busy 2-core machine take a while to accept
-        sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=httpx.Timeout(300.0))
+        sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=300.0)
         answers = [""] * 1000
 
         async def ask(index: int) -> None:

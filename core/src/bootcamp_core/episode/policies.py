@@ -250,10 +250,9 @@ class OpenAIPolicy:
         self._encoder: Any = None
 
     def _new_client(self) -> Any:
-        import httpx
         import openai
 
-        limits = httpx.Limits(max_connections=CONNECTIONS_PER_CLIENT, max_keepalive_connections=CONNECTIONS_PER_CLIENT)
+        limits = sdk_http().Limits(max_connections=CONNECTIONS_PER_CLIENT, max_keepalive_connections=CONNECTIONS_PER_CLIENT)
         client = openai.AsyncOpenAI(
             base_url=self.api_url,
             api_key=self._api_key,
@@ -341,16 +340,12 @@ class OpenAIPolicy:
         return json.loads(content)  # a ValueError on a body that is no JSON
 
     def _httpx_request(self) -> Any:
-        import httpx
-
-        return httpx.Request("POST", f"{self.api_url}/chat/completions")
+        return sdk_http().Request("POST", f"{self.api_url}/chat/completions")
 
     def _status_error(self, status: int, headers: dict, content: bytes) -> Exception:
         """The SDK's own error for an HTTP error answer (``RateLimitError``, ``AuthenticationError`` ...), built as
         the SDK builds it: ``body`` the answer's ``error`` object, ``response`` with the answer's headers."""
-        import httpx
-
-        response = httpx.Response(status, headers=headers, content=content, request=self._httpx_request())
+        response = sdk_http().Response(status, headers=headers, content=content, request=self._httpx_request())
         text = content.decode("utf-8", errors="replace").strip()
         body: Any = text
         try:
@@ -392,10 +387,8 @@ class OpenAIPolicy:
             if body is not None:
                 # the SDK's raw interface: its HTTP, headers and errors, without validating and transforming the
                 # whole history on every request
-                import httpx
-
                 response = await self._clients[index].post(
-                    "/chat/completions", cast_to=httpx.Response, content=body,
+                    "/chat/completions", cast_to=sdk_http().Response, content=body,
                     options={"headers": headers} if headers else {})
                 return _checked(json.loads(response.content), self.api_url)  # a ValueError on a body cut short
             try:
@@ -572,6 +565,25 @@ def _checked(completion: Any, url: str) -> dict:
 
 
 @functools.cache
+@functools.cache
+def sdk_http() -> Any:
+    """The HTTP package the installed ``openai`` SDK is built on: ``httpx`` up to openai 2, ``httpx2`` from openai 3.
+
+    Its limits, timeouts, requests and responses are the ones the SDK accepts (openai 3 refuses an ``httpx.Timeout``);
+    found from the SDK's own default client class, so no version number is parsed.
+    """
+    import importlib
+
+    import openai
+
+    for cls in openai.DefaultAsyncHttpxClient.__mro__:
+        if cls.__name__ == "AsyncClient":
+            return importlib.import_module(cls.__module__.split(".", 1)[0])
+    import httpx
+
+    return httpx
+
+
 def _sdk_takes_bytes() -> bool:
     """Whether the installed SDK's raw ``post`` sends prepared bytes (``content=``; newer releases than the oldest
     we support); where it does not, requests go through ``chat.completions.create``."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import random
+import sys
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -181,7 +182,11 @@ def is_retryable(error: BaseException) -> bool:
         return status == 429 or status >= 500 or status == 408
     import httpx  # a core dependency; imported here so this module stays cheap to import
 
-    return isinstance(error, (httpx.TransportError, ConnectionError, TimeoutError)) or type(error).__name__ in {
+    transport = (httpx.TransportError,)
+    httpx2 = sys.modules.get("httpx2")  # openai 3's HTTP package, where it is in use
+    if httpx2 is not None:
+        transport += (httpx2.TransportError,)
+    return isinstance(error, (*transport, ConnectionError, TimeoutError)) or type(error).__name__ in {
         "APIConnectionError",
         "APITimeoutError",
     }
