@@ -21,7 +21,9 @@ Every number is printed next to a baseline measured in the same run, and the tar
     end, >= 3x the bare loop's turns/s at concurrency 64;
 (f) the client alone: the bare loop with ``OpenAIPolicy`` in place of the SDK's call, 1 and 40 tool turns: CPU
     per request flat in the length of the history (each message is encoded once, its bytes reused by later turns),
-    the calculator's own work left out (it runs once a request at 40 tool turns, once in two at 1).
+    the calculator's own work left out (it runs once a request at 40 tool turns, once in two at 1); the same over
+    HTTPS (the scripted server with a certificate of the bench's own CA, trusted through ``SSL_CERT_FILE``) and
+    through the SDK's raw post (the path of proxies and ``client="sdk"``).
 
 The machine's other load moves every figure: turns/s above all (the server shares the cores), CPU per request less.
 
@@ -31,6 +33,7 @@ Run: ``python bench/bench_rollout.py`` (``--quick`` for a smaller run). Never pa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -81,13 +84,13 @@ def play_reference_agent(request: dict):
                                                                                  "completion_tokens": 10})
 
 
-def serve(storm_rate: float = 0.0) -> None:
+def serve(storm_rate: float = 0.0, tls: str | None = None) -> None:
     """Child process: run the scripted server until stdin closes, printing its base URL first; ``storm_rate`` of
-    the requests get a random fault."""
+    the requests get a random fault; ``tls``: a PEM of the server's key and certificate (HTTPS)."""
     from bootcamp_core.testing.chat_server import ScriptedChatServer, storm
 
     script = storm(play_reference_agent, storm_rate, seed=15, hang_s=3.0) if storm_rate else play_reference_agent
-    with ScriptedChatServer(script) as server:
+    with ScriptedChatServer(script, tls_certfile=tls) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()
 
@@ -151,7 +154,7 @@ async def bare_http(records: list[dict], base_url: str, concurrency: int, model:
     engine; one client with as many connections as conversations (at most 64, as each of ``OpenAIPolicy``'s).
 
     ``policy_only``: the same loop with ``OpenAIPolicy`` in place of the SDK's call, so the two differ in the
-    client alone (``client``: ``OpenAIPolicy``'s, ``sdk`` its path for https endpoints and proxies).
+    client alone (``client``: ``OpenAIPolicy``'s, ``sdk`` its path for proxies).
 
     ``tool_cpu``: a list whose first item the CPU seconds of the tool's own work (create, execute, release) are added
     to, so what a request costs the client can be told apart from the calculator's work, which grows with the tool
@@ -238,10 +241,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer episodes")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--storm-rate", type=float, default=0.0, help=argparse.SUPPRESS)
+    parser.add_argument("--tls", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--sections", default="abcde", help="the sections to run, e.g. ce (default: all)")
     args = parser.parse_args()
     if args.serve:
-        serve(args.storm_rate)
+        serve(args.storm_rate, args.tls)
         return
     os.environ.setdefault("BOOTCAMP_LOAD_PLUGINS", "example")
     from bootcamp_core.episode.policies import ReferencePolicy
@@ -352,18 +356,25 @@ def end_to_end(args, records: list[dict], scale: int, registry) -> None:
         print("\n== (f) the client alone: the bare loop above with OpenAIPolicy in place of the SDK's call, "
               "concurrency 64 ==")
         alone: dict[tuple[str, int], float] = {}
-        for client, path in (("auto", "lean HTTP client (plain http)"), ("sdk", "SDK's raw post (https, proxies)")):
-            for count in (1, 40):
-                episodes = max(64, 2000 * scale // (count + 1))
-                tool_cpu = [0.0]
-                wall, cpu, turns = measure("policy-only", lambda episodes=episodes, count=count, client=client,
-                                           tool_cpu=tool_cpu: bare_http(records[:episodes], base_url, 64,
-                                                                        f"stub-t{count}", policy_only=True,
-                                                                        client=client, tool_cpu=tool_cpu))
-                alone[client, count] = (cpu - tool_cpu[0]) / turns * 1e3
-                print(f"{path:<32}, {count:>2} tool turns/episode: {turns} requests, {turns / wall:7,.0f} turns/s, "
-                      f"{alone[client, count]:.3f} ms CPU/request without the tool's {tool_cpu[0] / turns * 1e3:.3f} "
-                      f"(the bare loop with the SDK's create, tool included: {by_length[count]['bare_cpu']:.3f} ms)")
+        with https_server() as tls_url:
+            for client, path, url in (("auto", "lean HTTP client (plain http)", base_url),
+                                      ("https", "lean HTTP client (https)", tls_url),
+                                      ("sdk", "SDK's raw post (proxies, sdk)", base_url)):
+                for count in (1, 40):
+                    episodes = max(64, 2000 * scale // (count + 1))
+                    tool_cpu = [0.0]
+                    wall, cpu, turns = measure("policy-only", lambda episodes=episodes, count=count, url=url,
+                                               client=client, tool_cpu=tool_cpu: bare_http(
+                                                   records[:episodes], url, 64, f"stub-t{count}", policy_only=True,
+                                                   client="sdk" if client == "sdk" else "auto", tool_cpu=tool_cpu))
+                    alone[client, count] = (cpu - tool_cpu[0]) / turns * 1e3
+                    print(f"{path:<30}, {count:>2} tool turns/episode: {turns} requests, {turns / wall:7,.0f} "
+                          f"turns/s, {alone[client, count]:.3f} ms CPU/request without the tool's "
+                          f"{tool_cpu[0] / turns * 1e3:.3f} (the bare loop with the SDK's create over plain http, tool "
+                          f"included: {by_length[count]['bare_cpu']:.3f} ms)")
+        print(f"(f) https through the lean client (informational): {alone['https', 1]:.3f} ms CPU/request at 1 tool "
+              f"turn, {alone['https', 1] / alone['auto', 1]:.2f}x plain http's, "
+              f"{alone['https', 1] / alone['sdk', 1]:.2f}x the SDK's raw post over plain http")
         flat = alone["auto", 40] / alone["auto", 1]
         print(f"(f) client CPU per request, 40 tool turns of history over 1, no engine, the tool's work left out: "
               f"{alone['auto', 40]:.3f} / {alone['auto', 1]:.3f} ms = {flat:.2f} (through the SDK's raw post: "
@@ -377,6 +388,37 @@ def end_to_end(args, records: list[dict], scale: int, registry) -> None:
     finally:
         server.stdin.close()
         server.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def https_server():
+    """The scripted server over HTTPS in its own process, its certificate from a certificate authority of the
+    bench's own, trusted in this process through ``SSL_CERT_FILE`` (as the SDK's client trusts it too); yields the
+    base URL."""
+    import tempfile
+
+    import trustme
+
+    authority = trustme.CA()
+    with tempfile.TemporaryDirectory() as folder:
+        server_pem, ca_pem = os.path.join(folder, "server.pem"), os.path.join(folder, "ca.pem")
+        authority.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(server_pem)
+        authority.cert_pem.write_to_path(ca_pem)
+        server = subprocess.Popen([sys.executable, __file__, "--serve", "--tls", server_pem], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        before = os.environ.get("SSL_CERT_FILE")
+        os.environ["SSL_CERT_FILE"] = ca_pem
+        try:
+            url = server.stdout.readline().strip()
+            anyio.run(lambda: bare_http(level_1_records(64), url, 64, policy_only=True))  # warm-up: handshakes
+            yield url
+        finally:
+            if before is None:
+                os.environ.pop("SSL_CERT_FILE", None)
+            else:
+                os.environ["SSL_CERT_FILE"] = before
+            server.stdin.close()
+            server.wait(timeout=30)
 
 
 def the_storm(records: list[dict], scale: int, registry) -> None:

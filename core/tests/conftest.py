@@ -17,6 +17,20 @@ def example_registry() -> Registry:
     return registry_of("example")
 
 
+@pytest.fixture(scope="session")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """(the server's PEM: its key and certificate chain, the CA's PEM): a certificate authority of the tests' own, and
+    a certificate from it for 127.0.0.1 (``ScriptedChatServer(tls_certfile=...)``)."""
+    import trustme
+
+    authority = trustme.CA()
+    folder = tmp_path_factory.mktemp("tls")
+    server_pem, ca_pem = folder / "server.pem", folder / "ca.pem"
+    authority.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(server_pem))
+    authority.cert_pem.write_to_path(str(ca_pem))
+    return str(server_pem), str(ca_pem)
+
+
 @pytest.fixture
 def only_example(monkeypatch: pytest.MonkeyPatch) -> None:
     """Subprocesses and ``get_registry()`` see bootcamp-example only, strictly, whatever else is installed, and no

@@ -89,6 +89,24 @@ def test_a_model_the_endpoint_does_not_serve_fails_the_preflight(dataset, tmp_pa
     assert "'stub' is not served" in line and "Qwen/Qwen3-8B" in line
 
 
+def test_an_https_endpoint_runs_with_its_ca_trusted_and_fails_the_preflight_at_once_without(dataset, tmp_path, capsys,
+                                                                                                tls, monkeypatch):
+    server_pem, ca_pem = tls
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    with ScriptedChatServer(solver, tls_certfile=server_pem) as server:
+        assert main(eval_args(dataset, tmp_path / "refused", server.base_url)) == 3
+        assert server.requests == [] and server.preflight_requests == []
+        [line] = error_lines(capsys.readouterr().err)
+        assert "TLS certificate failed verification" in line and "SSL_CERT_FILE" in line and SECRET not in line
+
+        monkeypatch.setenv("SSL_CERT_FILE", ca_pem)
+        assert main(eval_args(dataset, tmp_path / "out", server.base_url)) == 0
+        assert len(server.requests) == 8  # 4 episodes of a tool call and an answer, over TLS
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["overall"]["solved"] == 4
+
+
 def test_dry_run_sends_the_tiny_request_and_no_preflight_skips_it(dataset, tmp_path, capsys):
     with ScriptedChatServer(solver) as server:
         assert main(eval_args(dataset, tmp_path / "dry", server.base_url, "--dry-run")) == 0

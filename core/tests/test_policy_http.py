@@ -57,11 +57,12 @@ def turns(policy: OpenAIPolicy, conversations: list[list[dict]], tools=()) -> li
     return anyio.run(main)
 
 
-def test_plain_http_takes_the_lean_path_and_the_rest_the_sdk(client):
+def test_http_and_https_take_the_lean_path_and_the_rest_the_sdk(client):
     async def inside() -> tuple:
-        return usable_for("http://127.0.0.1:8000/v1/chat/completions"), usable_for("https://api.example.com/v1")
+        return (usable_for("http://127.0.0.1:8000/v1/chat/completions"), usable_for("https://api.example.com/v1"),
+                usable_for("ftp://127.0.0.1/v1"))
 
-    assert anyio.run(inside) == (True, False)
+    assert anyio.run(inside) == (True, True, False)
     assert not usable_for("http://127.0.0.1:8000/v1/chat/completions")  # no event loop running
 
 
@@ -76,6 +77,54 @@ def test_lean_path_is_off_behind_a_proxy(client, monkeypatch):
     assert anyio.run(inside) is False
     monkeypatch.setenv("NO_PROXY", "10.1.2.3")
     assert anyio.run(inside) is True
+
+    monkeypatch.delenv("NO_PROXY")
+    monkeypatch.delenv("HTTP_PROXY")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")  # the SDK's client takes it for https only
+
+    async def both() -> tuple:
+        return usable_for("https://10.1.2.3/v1/chat/completions"), usable_for("http://10.1.2.3/v1/chat/completions")
+
+    assert anyio.run(both) == (False, True)
+
+
+def test_https_is_verified_with_the_sdks_trust_and_plays_like_http(client, tls, monkeypatch):
+    server_pem, ca_pem = tls
+    monkeypatch.setenv("SSL_CERT_FILE", ca_pem)  # as a user trusts a private CA, for the SDK and for us
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    script = sequence(Reply.calls(("calculator", {"expression": "1 + 2"}), usage={"prompt_tokens": 5}),
+                      Reply.text("3"), Reply.text("again"))
+    first = [{"role": "user", "content": "hi"}]
+    with ScriptedChatServer(script, tls_certfile=server_pem) as server:
+        assert server.base_url.startswith("https://127.0.0.1:")
+        policy = policy_for(server.base_url, client)
+        one = turns(policy, [first])[0]
+        second = [*first, one.message, {"role": "tool", "tool_call_id": one.message["tool_calls"][0]["id"],
+                                        "content": "3"}]
+        policy = policy_for(server.base_url, client)
+        two, three = turns(policy, [second, second], TOOLS)  # the second turn on the kept-alive TLS connection
+        sent, headers = server.requests, server.request_headers
+    assert one.message["tool_calls"][0]["function"]["arguments"] == '{"expression": "1 + 2"}'
+    assert two.message["content"] == "3" and three.message["content"] == "again"
+    assert sent[1]["messages"] == second and sent[1]["tools"] == TOOLS
+    # the SDK's client announces itself in x-stainless-* headers; the lean client sends the prepared body alone
+    assert all(("x-stainless-lang" in header) == (client == "sdk") for header in headers)
+    assert all(header["authorization"] == f"Bearer {SECRET}" for header in headers)
+
+
+def test_an_untrusted_certificate_fails_at_once_and_says_how_to_trust_it_on_either_path(client, tls, monkeypatch):
+    server_pem, _ = tls
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    with ScriptedChatServer(tls_certfile=server_pem) as server:
+        policy = policy_for(server.base_url, client, retry=RetryPolicy(attempts=5, base_s=0.01))
+        with pytest.raises(InfrastructureError, match="TLS certificate failed verification .*SSL_CERT_FILE") as error:
+            turns(policy, [[{"role": "user", "content": "hi"}]])
+        assert server.requests == []  # nothing was sent to a server the client could not verify
+    # the same certificate fails the same way: no retry (a refused or reset connection is retried, see above)
+    assert policy.retry_stats.retries == 0
+    assert error.value.kind == "endpoint_unreachable"
+    assert SECRET not in str(error.value)
 
 
 def test_tool_calls_reasoning_and_usage_and_the_history_as_sent(client):

@@ -2,9 +2,10 @@
 
 One ``POST`` of prepared JSON bytes on a pooled connection, the answer as ``(status, headers, body)``: no per-request
 validation or transformation of the history, and an O(1) pool (a stack of idle connections), where a general client
-scans its whole pool on every request. It speaks plain ``http://`` on asyncio, which is what local inference servers
-(vLLM, SGLang) are reached by; :func:`usable_for` says when the policy may use it, and the policy sends everything
-else (``https://``, proxies, other event loops) through the ``openai`` SDK as before.
+scans its whole pool on every request. It speaks HTTP/1.1 on asyncio, over plain ``http://`` (local inference
+servers: vLLM, SGLang) or ``https://`` (hosted endpoints), TLS with the SSL context the policy hands it (the SDK's
+own trust: :func:`bootcamp_core.episode.policies.sdk_ssl_context`); :func:`usable_for` says when the policy may use it,
+and the policy sends everything else (proxies, other event loops) through the ``openai`` SDK as before.
 
 Errors are builtin ones, mapped by the policy onto the SDK's types: :class:`ConnectionError` when the connection is
 refused, reset or closed before a whole answer came, :class:`TimeoutError` when no whole answer came within the
@@ -14,6 +15,7 @@ request timeout.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import urllib.parse
 import urllib.request
 import zlib
@@ -25,13 +27,15 @@ _CRLF2 = b"\r\n\r\n"
 
 
 def usable_for(url: str) -> bool:
-    """Whether :class:`ChatHTTPClient` can reach ``url`` exactly as the SDK would: plain ``http``, no proxy for the
-    host in the environment (the SDK's client honours ``HTTP_PROXY``/``ALL_PROXY``/``NO_PROXY``), on asyncio."""
+    """Whether :class:`ChatHTTPClient` can reach ``url`` exactly as the SDK would: ``http`` or ``https``, no proxy for
+    the host in the environment (the SDK's client honours ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY``),
+    on asyncio."""
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname:
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         return False
     proxies = urllib.request.getproxies_environment()
-    if (proxies.get("http") or proxies.get("all")) and not urllib.request.proxy_bypass_environment(parts.hostname):
+    if ((proxies.get(parts.scheme) or proxies.get("all"))
+            and not urllib.request.proxy_bypass_environment(parts.hostname)):
         return False
     try:
         asyncio.get_running_loop()
@@ -163,12 +167,22 @@ def _dechunk(buffer: bytearray, start: int) -> bytes | None:
 
 
 class ChatHTTPClient:
-    """``POST`` of JSON bytes to one URL over a pool of keep-alive connections (at most ``max_connections``)."""
+    """``POST`` of JSON bytes to one URL over a pool of keep-alive connections (at most ``max_connections``).
 
-    def __init__(self, url: str, headers: dict[str, str], *, timeout_s: float, max_connections: int) -> None:
+    An ``https`` URL is reached over TLS with ``ssl_context`` (by default :func:`ssl.create_default_context`, with
+    HTTP/1.1 offered by ALPN), the host name checked against the server's certificate.
+    """
+
+    def __init__(self, url: str, headers: dict[str, str], *, timeout_s: float, max_connections: int,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         parts = urllib.parse.urlsplit(url)
         self.host = parts.hostname or "127.0.0.1"
-        self.port = parts.port or 80
+        self.tls = parts.scheme == "https"
+        self.port = parts.port or (443 if self.tls else 80)
+        if self.tls and ssl_context is None:
+            ssl_context = ssl.create_default_context()
+            ssl_context.set_alpn_protocols(["http/1.1"])
+        self.ssl_context = ssl_context if self.tls else None
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query
@@ -210,8 +224,10 @@ class ChatHTTPClient:
                 raise
         self._open += 1
         try:
-            _, connection = await asyncio.wait_for(loop.create_connection(_Connection, self.host, self.port),
-                                                   self.timeout_s)
+            # over TLS the handshake is part of the connection, within the same timeout
+            _, connection = await asyncio.wait_for(loop.create_connection(
+                _Connection, self.host, self.port, ssl=self.ssl_context,
+                server_hostname=self.host if self.ssl_context is not None else None), self.timeout_s)
         except BaseException:
             self._open -= 1
             self._wake()
@@ -261,8 +277,9 @@ class ChatHTTPClient:
                 connection, _ = await asyncio.wait_for(self._acquire(), max(0.0, deadline - loop.time()))
         except TimeoutError:
             raise TimeoutError(f"no connection within {self.timeout_s:g} s") from None
-        except OSError as error:
-            raise ConnectionError(f"cannot connect to {self.host}:{self.port}: {error}") from None
+        except OSError as error:  # refused, unresolvable, or a TLS handshake that failed (kept as the cause)
+            raise ConnectionError(f"cannot connect to {self.host}:{self.port}: {error}") from (
+                error if isinstance(error, ssl.SSLError) else None)
         try:
             status, answer_headers, content, keep_alive = await self._exchange(connection, data, deadline)
         except BaseException:

@@ -191,11 +191,12 @@ HTTP_CLIENT_ENV = "BOOTCAMP_HTTP_CLIENT"
 class OpenAIPolicy:
     """Any OpenAI-compatible chat-completions endpoint; our retries are the only ones.
 
-    Each turn's request is built once as JSON. For a plain ``http://`` endpoint without a proxy (local inference
-    servers) it is joined from the bytes of each message, encoded once per episode (so a request costs the same CPU
-    at any length of history: :mod:`~bootcamp_core.episode.request_json`), and sent by
-    :class:`~bootcamp_core.episode.http_client.ChatHTTPClient`; anything else (``https``, a proxy, or
-    ``client="sdk"``) goes through ``AsyncOpenAI``. Either way errors are the SDK's types, classified alike.
+    Each turn's request is built once as JSON. For an ``http://`` or ``https://`` endpoint without a proxy (local
+    inference servers, hosted APIs) it is joined from the bytes of each message, encoded once per episode (so a
+    request costs the same CPU at any length of history: :mod:`~bootcamp_core.episode.request_json`), and sent by
+    :class:`~bootcamp_core.episode.http_client.ChatHTTPClient`, over TLS with the SDK's own trust
+    (:func:`sdk_ssl_context`); anything else (a proxy, another event loop, or ``client="sdk"``) goes through
+    ``AsyncOpenAI``. Either way errors are the SDK's types, classified alike.
     """
 
     def __init__(
@@ -242,7 +243,8 @@ class OpenAIPolicy:
         self._in_flight: list[int] = []
         self._client = self._new_client()
         # The hot path: prepared JSON over a lean keep-alive client (see :mod:`bootcamp_core.episode.http_client`)
-        # where the endpoint is plain http on asyncio; None until the first request, False where it cannot serve.
+        # where the endpoint is http or https, no proxy, on asyncio; None until the first request, False where it
+        # cannot serve.
         # ``client="sdk"`` sends every request through the SDK's ``AsyncOpenAI`` instead.
         self._http: Any = None if client == "auto" else False
         # the lean path's request bodies: each message of an episode's history encoded once, its bytes reused by
@@ -252,7 +254,8 @@ class OpenAIPolicy:
     def _new_client(self) -> Any:
         import openai
 
-        limits = sdk_http().Limits(max_connections=CONNECTIONS_PER_CLIENT, max_keepalive_connections=CONNECTIONS_PER_CLIENT)
+        limits = sdk_http().Limits(max_connections=CONNECTIONS_PER_CLIENT,
+                                   max_keepalive_connections=CONNECTIONS_PER_CLIENT)
         client = openai.AsyncOpenAI(
             base_url=self.api_url,
             api_key=self._api_key,
@@ -297,6 +300,15 @@ class OpenAIPolicy:
             detail = str(getattr(error, "message", None) or error)
         return self._mask(detail)
 
+    def _certificate_refused(self, error: BaseException) -> str | None:
+        """What to tell the user when ``error`` is the server's TLS certificate failing verification, else ``None``."""
+        refused = _certificate_failure(error)
+        if refused is None:
+            return None
+        return (f"{self.api_url}: the server's TLS certificate failed verification "
+                f"({refused.verify_message or refused}); if it is signed by a private CA, trust that CA with "
+                "SSL_CERT_FILE or SSL_CERT_DIR")
+
     def _describe(self, error: BaseException) -> str:
         """An error as text for logs and results, with the API key masked wherever a server echoed it."""
         return f"{self._subject(error)}: {self._detail(error)}"
@@ -311,7 +323,8 @@ class OpenAIPolicy:
                 headers = {"Authorization": f"Bearer {self._api_key}", "User-Agent": _user_agent(),
                            **self.extra_headers}
                 self._http = ChatHTTPClient(url, headers, timeout_s=self.request_timeout_s,
-                                            max_connections=self.max_connections)
+                                            max_connections=self.max_connections,
+                                            ssl_context=sdk_ssl_context() if url.startswith("https:") else None)
             else:
                 self._http = False
         return self._http
@@ -334,7 +347,7 @@ class OpenAIPolicy:
             raise openai.APITimeoutError(request=self._httpx_request()) from None
         except ConnectionError as error:
             raise openai.APIConnectionError(message=f"Connection error: {error}", request=self._httpx_request()
-                                            ) from None
+                                            ) from error.__cause__
         if not 200 <= status < 300:
             raise self._status_error(status, answer_headers, content)
         return json.loads(content)  # a ValueError on a body that is no JSON
@@ -414,6 +427,9 @@ class OpenAIPolicy:
             # 401/403/404 and the rest: a wrong key, model or URL, which needs the user, not a retry
             raise InfrastructureError(self._describe(error), kind=kind) from None
         except openai.APIConnectionError as error:  # refused, reset, timed out
+            refused = self._certificate_refused(error)
+            if refused is not None:  # the same certificate fails the same way: the user must act, not a retry
+                raise InfrastructureError(refused, kind="endpoint_unreachable") from None
             kind = "timeout" if isinstance(error, openai.APITimeoutError) else "endpoint_unreachable"
             raise RetryableError(
                 self._describe(error), subject=self._subject(error), detail=self._detail(error), kind=kind,
@@ -497,6 +513,7 @@ class OpenAIPolicy:
 
         def failed(error: BaseException) -> PreflightError:
             text = str(error) if isinstance(error, (InfrastructureError, ModelError)) else self._describe(error)
+            text = self._certificate_refused(error) or text
             cause = getattr(error, "kind", None)
             if isinstance(error, openai.APIStatusError):
                 cause = status_kind(error.status_code)
@@ -582,6 +599,29 @@ def sdk_http() -> Any:
     import httpx
 
     return httpx
+
+
+def _certificate_failure(error: BaseException) -> Any:
+    """The ``ssl.SSLCertVerificationError`` behind a connection error (the lean client's or the SDK's, however
+    wrapped), else ``None``."""
+    import ssl
+
+    seen = 0
+    cause: BaseException | None = error
+    while cause is not None and seen < 10:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return cause
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return None
+
+
+def sdk_ssl_context() -> Any:
+    """The SSL context the SDK's default client verifies servers with: its HTTP package's ``create_ssl_context()``
+    (certifi's CAs for httpx, the system's for httpx2; ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` honoured as the SDK
+    honours them), offering HTTP/1.1 by ALPN as the SDK does."""
+    context = sdk_http().create_ssl_context()
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 def _sdk_takes_bytes() -> bool:

@@ -68,7 +68,8 @@ class InfrastructureError(BootcampError):
 #: kinds"). Infrastructure kinds end an episode unscored (re-run, resumed); model kinds end it scored.
 ERROR_KINDS = {
     # infrastructure: the endpoint
-    "endpoint_unreachable": "the endpoint refused or reset the connection, or its host could not be reached",
+    "endpoint_unreachable": "the endpoint refused or reset the connection, or its host could not be reached, or its "
+                            "TLS certificate failed verification (not retried)",
     "timeout": "a request to the endpoint took longer than --request-timeout, on every attempt in the retry budget",
     "auth": "HTTP 401/403: the API key is missing or wrong",
     "not_found": "HTTP 404: a wrong --api-url or --api-model",

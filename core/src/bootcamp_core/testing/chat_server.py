@@ -322,11 +322,14 @@ class ScriptedChatServer:
     ``token_ids``: the shape of the token ids a request with ``return_token_ids`` gets, ``"vllm"`` (the default) or
     ``"sglang"`` (see the module doc); ``keep_responses=True`` keeps every episode request's answer JSON in
     ``responses`` (matching ``requests`` by position while the requests come one at a time).
+
+    ``tls_certfile``: a PEM file with the server's private key and certificate chain; the server then speaks HTTPS
+    and ``base_url`` is ``https://127.0.0.1:PORT/v1`` (the certificate must name ``127.0.0.1``).
     """
 
     def __init__(self, script: Script | None = None, *, models: Iterable[str] = ("stub",), backlog: int = 4096,
                  preflight_script: Script | None = None, token_ids: str = "vllm",
-                 keep_responses: bool = False) -> None:
+                 keep_responses: bool = False, tls_certfile: str | None = None) -> None:
         if token_ids not in ("vllm", "sglang"):
             raise ValueError(f'token_ids must be "vllm" or "sglang", got {token_ids!r}')
         self.token_ids = token_ids
@@ -339,6 +342,7 @@ class ScriptedChatServer:
         self.backlog = backlog
         self.requests: list[dict] = []
         self.request_headers: list[dict[str, str]] = []
+        self.tls_certfile = tls_certfile
         self._counter = itertools.count(1)
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -346,7 +350,7 @@ class ScriptedChatServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{'https' if self.tls_certfile else 'http'}://127.0.0.1:{self.port}/v1"
 
     def _app(self) -> Any:
         from starlette.applications import Starlette
@@ -426,6 +430,7 @@ class ScriptedChatServer:
             lifespan="off",
             backlog=self.backlog,
             timeout_keep_alive=30,
+            ssl_certfile=self.tls_certfile,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="scripted-chat-server", daemon=True)
