@@ -64,12 +64,20 @@ def calculator_call(expression: str, number: int) -> dict:
         "function": {"name": "calculator", "arguments": json.dumps({"expression": expression})}}]}
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process; one that exits (or is reaped) while it is looked at is not."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def wait_gone(pids: list[int], within_s: float = 60.0) -> list[int]:
     """The processes of ``pids`` still running after waiting up to ``within_s`` (a hang watchdog, not a timing
     assertion)."""
     deadline = time.monotonic() + within_s
     while True:
-        alive = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
+        alive = [pid for pid in pids if running(pid)]
         if not alive or time.monotonic() > deadline:
             return alive
         time.sleep(0.2)
