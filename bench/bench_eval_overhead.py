@@ -6,9 +6,11 @@ Every number is printed next to its baseline, measured in the same run:
   (``policy="reference"``, so no HTTP at all) through :func:`bootcamp_core.evaluate.run.evaluate` — reading and
   checking the dataset, writing results.jsonl crash-safely, the statistics, summary and report — less the same
   episodes through ``run_episode`` alone at the same concurrency, over the episodes (median of three runs each, in
-  fresh processes; target <= 0.3 ms). Each process first runs the same call on 64 episodes, so what is measured is
-  the cost per episode, not the one-time start of a process (importing and compiling modules, which without a
-  bytecode cache costs as much as a few hundred episodes); that start is printed apart (informational);
+  fresh processes; target <= 0.3 ms), and the same with an API key set, which every line is kept free of
+  (informational: the cost of masking in a run against an endpoint). Each process first runs the same call on 64
+  episodes, so what is measured is the cost per episode, not the one-time start of a process (importing and
+  compiling modules, which without a bytecode cache costs as much as a few hundred episodes); that start is printed
+  apart (informational);
 - peak memory: peak RSS of a fresh process evaluating 2,000 and 100,000 episodes (``--memory-episodes``: any
   sizes, 1,000,000 included, about 20 minutes on two cores), while the episodes run, are written and the
   statistics are computed, before summary.json and the report are written (target: flat, growth under 0.1 KB per
@@ -58,8 +60,9 @@ if mode == "eval-memory":  # the peak before the summary files (the report) are 
 
 def run_eval(dataset, out):
     from bootcamp_core.evaluate.run import EvalConfig, evaluate
+    # "eval-key": as a run against an endpoint, with an API key the results must never show (masked)
     config = EvalConfig(dataset_path=dataset, output_dir=out, policy="reference", max_concurrent={concurrency},
-                        overwrite=True)
+                        overwrite=True, api_key="sk-bench-0123456789abcdef" if mode == "eval-key" else None)
     summary = anyio.run(lambda: evaluate(config, registry=registry, progress=False))
     assert summary["overall"]["solved"] == summary["this_run"]["episodes"], "the reference agents must solve all"
     return summary["this_run"]["episodes"]
@@ -143,14 +146,16 @@ def main() -> None:
         root = Path(folder)
         warm = write_dataset(64, root / "warm")
         small = write_dataset(args.episodes, root / "data")
-        evals, engines = [], []
+        evals, engines, keyed = [], [], []
         for run in range(args.runs):  # alternated, so a change in the machine's load hits both alike
             evals.append(child("eval", small, warm, root / f"eval{run}"))
             engines.append(child("engine", small, warm, root / f"engine{run}"))
+            keyed.append(child("eval-key", small, warm, root / f"keyed{run}"))
         episodes = evals[0]["episodes"]
         eval_ms = statistics.median(run["cpu"] for run in evals) * 1000 / episodes
         engine_ms = statistics.median(run["cpu"] for run in engines) * 1000 / episodes
         outside = eval_ms - engine_ms
+        keyed_ms = statistics.median(run["cpu"] for run in keyed) * 1000 / episodes
         eval_start = statistics.median(run["start_cpu"] for run in evals)
         engine_start = statistics.median(run["start_cpu"] for run in engines)
         print(f"\n== CPU per episode, {episodes:,} level-1 episodes, reference agents, concurrency {CONCURRENCY} "
@@ -158,6 +163,8 @@ def main() -> None:
         print(f"run_episode alone (the baseline)   : {engine_ms:7.3f} ms")
         print(f"evaluate, everything               : {eval_ms:7.3f} ms")
         print(f"evaluate outside the engine        : {outside:7.3f} ms   (target <= 0.3 ms) {verdict(outside <= 0.3)}")
+        print(f"  the same with an API key to mask : {keyed_ms - engine_ms:7.3f} ms   (informational: a run against "
+              "an endpoint, its key kept out of every line)")
         print(f"first call of 64 episodes, imports included (informational): evaluate {eval_start:.2f} s, "
               f"run_episode {engine_start:.2f} s")
 

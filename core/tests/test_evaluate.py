@@ -147,6 +147,16 @@ def test_eval_against_the_stub_server_writes_consistent_outputs(example_registry
     assert 'class="plots"' in report
 
 
+def test_the_progress_bar_ends_on_the_final_counts(example_registry, tmp_path, capsys):
+    """The bar is updated at most 20 times a second, and once more when it closes: its last state is the run's."""
+    dataset = make_dataset(example_registry, tmp_path / "data", 8)
+    args = [arg for arg in eval_args(dataset, tmp_path / "out", None, "--policy", "reference", "--repeats", "3")
+            if arg != "--quiet"]
+    assert main(args) == 0
+    bar = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "24/24" in bar and "errors 0" in bar and "mean score 1.000" in bar, bar
+
+
 def test_eval_with_reference_agents(example_registry, tmp_path, capsys):
     dataset = make_dataset(example_registry, tmp_path / "data", 8)
     out = tmp_path / "out"

@@ -114,6 +114,39 @@ def test_a_lone_surrogate_in_a_prompt(example_registry, tmp_path, capsys):
                     "which is not valid Unicode; fix or drop the record")
 
 
+@pytest.mark.parametrize("form", ["jsonl, upper-case escape", "json array"])
+def test_a_lone_surrogate_is_found_in_either_form_of_file(example_registry, tmp_path, capsys, form):
+    """Only the JSONL lines with a \\uD escape are looked into (UTF-8 holds no surrogate): the upper-case escape is
+    one; a JSON array's records are each looked into."""
+    records = [json.loads(line) for line in make_dataset(example_registry, tmp_path / "data", 3).read_text(
+        encoding="utf-8").splitlines()]
+    records[2]["extra_info"]["note"] = "x\udfff"
+    if form == "json array":
+        dataset = tmp_path / "records.json"
+        dataset.write_text(json.dumps(records, indent=1), encoding="utf-8")
+    else:
+        dataset = tmp_path / "records.jsonl"
+        dataset.write_text("".join(json.dumps(record).replace("\\udfff", "\\uDFFF") + "\n" for record in records),
+                           encoding="utf-8")
+        assert "\\uDFFF" in dataset.read_text(encoding="utf-8")
+    line = refused_by_dry_run_and_run(dataset, tmp_path / "out", capsys)
+    assert line == (f"error: {dataset}: record 2: extra_info.note has a lone surrogate (\\udfff at character 2), "
+                    "which is not valid Unicode; fix or drop the record")
+
+
+def test_a_lone_surrogate_outside_the_selection_is_no_concern_of_the_run(example_registry, tmp_path, capsys):
+    dataset = make_dataset(example_registry, tmp_path / "data", 4)
+    lines = dataset.read_text(encoding="utf-8").splitlines(keepends=True)
+    record = json.loads(lines[1])
+    record["extra_info"]["note"] = "\\ud800"
+    lines[1] = json.dumps(record).replace("\\\\ud800", "\\ud800") + "\n"
+    dataset.write_text("".join(lines), encoding="utf-8")
+    # shard 0 of 2 runs records 0 and 2; record 1 is shard 1's, which refuses it
+    assert main(eval_args(dataset, tmp_path / "out0", "--shard", "0/2")) == 0
+    assert main(eval_args(dataset, tmp_path / "out1", "--shard", "1/2")) == 1
+    assert "record 1: extra_info.note has a lone surrogate" in capsys.readouterr().err
+
+
 def test_lone_surrogates_are_found_anywhere_and_pairs_are_fine():
     assert lone_surrogate({"prompt": [{"content": "ok \U0001f600 é"}], "extra_info": {"x": ["fine"]}}) is None
     assert lone_surrogate({"extra_info": {"bootcamp": {"tools": ["a", "b\udfff"]}}}) == (

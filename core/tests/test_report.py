@@ -11,7 +11,7 @@ import pytest
 from bootcamp_core.cli.main import main
 from bootcamp_core.evaluate.report import render_report
 from bootcamp_core.evaluate.statistics import summarize
-from bootcamp_core.evaluate.viewer import MESSAGE_LIMIT, EpisodePayload, report_episodes
+from bootcamp_core.evaluate.viewer import MESSAGE_LIMIT, EpisodePayload, episode_view, report_episodes
 
 HOSTILE = '<img src=x onerror=alert(1)><script>alert("pwned")</script>&amp;'
 BREAKOUT = '</script><img src=x onerror=alert(1)><script>alert(2)</script>'
@@ -86,6 +86,33 @@ def test_a_message_over_the_limit_is_cut_with_a_marker_and_the_rest_is_kept_whol
     assert f"{MESSAGE_LIMIT} more characters" in episode["tool_calls"][0]["output"]
     assert episode["id"] == "r1:0" and episode["score"] == 0.0  # everything short is kept as it is
     assert data["messages"][0]["content"] == long  # the line itself is never changed
+
+
+def embedded(lines: list[dict]) -> list[dict]:
+    payload = EpisodePayload()
+    for data in lines:
+        payload.add(data)
+    return report_episodes("".join(payload.elements()))[1]
+
+
+def test_each_episode_is_embedded_as_its_view_whichever_way_it_is_encoded():
+    """Most views are short and plain JSON: they are encoded once, without the cut walk; a long one, a NaN, an
+    object JSON has no form for, each gets the walk and its cut; all read back as their view."""
+    long_plain = line(1.0, 2)
+    long_plain["messages"] = [{"role": "user", "content": "x" * (MESSAGE_LIMIT // 2)}] * 3  # long, no long string
+    long_cut = line(0.0, 1, answer="y" * (MESSAGE_LIMIT + 1))
+    with_nan = line(0.5, 1)
+    with_nan["tool_calls"] = [{"id": "c", "metrics": {"ratio": float("nan"), "big": float("inf"), 1: "int key"}}]
+    with_object = line(0.5, 1)
+    with_object["extracted_output"] = {"a set": {3}}
+    lines = [line(1.0, 3, answer="a \u2028 b"), long_plain, long_cut, with_nan, with_object]
+    episodes = embedded(lines)
+    for data, episode in zip(lines, episodes, strict=True):
+        assert episode == json.loads(json.dumps(episode_view(data), default=repr)), data["id"]
+    assert episodes[1]["messages"][0]["content"] == "x" * (MESSAGE_LIMIT // 2)
+    assert episodes[2]["messages"][0]["content"].endswith("1 more characters; the full text is in results.jsonl]")
+    assert episodes[3]["tool_calls"][0]["metrics"] == {"ratio": "nan", "big": "inf", "1": "int key"}
+    assert episodes[4]["extracted_output"] == {"a set": "{3}"}
 
 
 def test_groups_each_get_a_row_and_pass_at_k_columns():

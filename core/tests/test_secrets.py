@@ -8,8 +8,11 @@ import logging
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bootcamp_core.cli.main import main
+from bootcamp_core.data.schema import dumps
 from bootcamp_core.data.generate import config_for_bootcamp, generate
 from bootcamp_core.evaluate.secrets import MaskedLogs, Redactor, mask_url, mask_urls, url_credentials
 from bootcamp_core.testing.chat_server import Reply, ScriptedChatServer, first_user_text
@@ -55,6 +58,38 @@ def written(out: Path) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------------------------- masking
+#: secrets as Redactor keeps them whole: no white space (a value like "Bearer sk-..." is kept in parts too)
+SECRET_TEXT = st.text(st.characters(codec="utf-8"), min_size=Redactor.MIN_LENGTH, max_size=10).filter(
+    lambda text: not any(character.isspace() for character in text) and text != "EMPTY")
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(secrets=st.lists(SECRET_TEXT, min_size=1, max_size=3), value=JSON_VALUES, data=st.data())
+def test_what_the_json_scan_passes_the_walk_would_leave_unchanged(secrets, value, data):
+    """The results writer walks a line's data only when the scan of its JSON text finds a secret: quotes,
+    backslashes, control and non-ASCII characters, line separators are escaped in the text as in the secret's own
+    JSON, so a value holding one is always found."""
+    redactor = Redactor(secrets)
+    planted = {"before": data.draw(st.text(max_size=5)) + data.draw(st.sampled_from(redactor.secrets))
+               + data.draw(st.text(max_size=5)), "value": value}
+    assert redactor.may_be_in(dumps(planted))
+    for candidate in (value, {"nested": [value]}):
+        if not redactor.may_be_in(dumps(candidate)):
+            assert redactor.data(candidate) == candidate
+
+
+def test_the_json_scan_finds_escaped_secrets_and_url_credentials():
+    redactor = Redactor(['tok"en\\1\u2028é', "http://user:pw-123456@host/v1"])
+    assert redactor.may_be_in(dumps({"a": ['x tok"en\\1\u2028é y']}))
+    assert redactor.may_be_in(dumps("see http://user:pw-123456@host/v1"))
+    assert not redactor.may_be_in(dumps({"tok": "en", "user": "pw-12345"}))
+    assert not Redactor().may_be_in(dumps({"anything": "sk-123456"}))
+
+
 @pytest.mark.parametrize(("url", "masked"), [
     ("http://user:PW@host/v1", "http://user:[redacted]@host/v1"),
     ("https://TOKEN123@host:8443/v1", "https://[redacted]@host:8443/v1"),

@@ -10,6 +10,7 @@ hot path renders its JSON line from it). Identities are objects in memory and in
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import attrs
@@ -89,7 +90,11 @@ class GeneratedSample:
     @classmethod
     def from_record(cls, record: dict, *, copy_record: bool = True) -> GeneratedSample:
         """The typed view of a record; ``copy_record=False`` lets a caller that owns ``record`` skip the copy."""
-        record = normalize_record(copy.deepcopy(record) if copy_record else record)
+        return cls.from_normalized(normalize_record(copy.deepcopy(record) if copy_record else record))
+
+    @classmethod
+    def from_normalized(cls, record: dict) -> GeneratedSample:
+        """:meth:`from_record` of a record :func:`normalize_record` gave (not normalized again)."""
         extra = record.get("extra_info") or {}
         bootcamp = extra.get("bootcamp")
         if not isinstance(bootcamp, dict):
@@ -116,6 +121,11 @@ class GeneratedSample:
         )
 
 
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(field.name for field in attrs.fields(cls))
+
+
 @attrs.define(kw_only=True)
 class ToolCall:
     """One tool call of an episode, as the model made it and as it was answered."""
@@ -130,7 +140,8 @@ class ToolCall:
     duration_s: float = 0.0
 
     def to_dict(self) -> dict:
-        return attrs.asdict(self)
+        """The call's fields by name (its values, not copies of them)."""
+        return {name: getattr(self, name) for name in _field_names(ToolCall)}
 
     @classmethod
     def from_dict(cls, data: dict) -> ToolCall:
@@ -178,7 +189,9 @@ class EpisodeResult:
     full_context: str | None = None
 
     def to_dict(self) -> dict:
-        data = attrs.asdict(self, recurse=False)
+        """The result's fields by name, in the order of a results line (its values, not copies of them; each tool
+        call as :meth:`ToolCall.to_dict`)."""
+        data = {name: getattr(self, name) for name in _field_names(EpisodeResult)}
         data["tool_calls"] = [call.to_dict() for call in self.tool_calls]
         return data
 

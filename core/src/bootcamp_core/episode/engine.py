@@ -352,7 +352,7 @@ async def run_episode(
         sample, record = record, record.to_record()
     else:
         record = normalize_record(_copy(record))  # our own copy: it goes into the result as ``input``
-        sample = GeneratedSample.from_record(record, copy_record=False)
+        sample = GeneratedSample.from_normalized(record)
     started_at = datetime.now(timezone.utc).isoformat()
     clock = time.perf_counter()
     key = episode_key or _episode_id(record, repeat)

@@ -239,10 +239,21 @@ class DatasetCheck:
     tool_ids: list[str]  # every tool the selected records use
 
 
+def refuse_lone_surrogate(record: dict, where: Any, position: int) -> None:
+    """A :class:`ConfigError` naming ``where`` and the record's position when ``record`` holds a lone surrogate:
+    no request could send it, no results line could hold it."""
+    invalid = lone_surrogate(record)
+    if invalid is not None:
+        raise ConfigError(f"{where}: record {position}: {invalid}, which is not valid Unicode; fix or drop the record")
+
+
 def check_dataset(selected: Iterable[tuple[int, dict]], registry: Any, where: Any, *,
-                  served: dict[str, set[str]] | None = None, remote: set[str] | None = None) -> DatasetCheck:
+                  served: dict[str, set[str]] | None = None, remote: set[str] | None = None,
+                  unicode_checked: bool = False) -> DatasetCheck:
     """Check that every selected record runs with the installed plugins (and tool backends) before any episode
-    starts; a :class:`ConfigError` lists the first :data:`MAX_LISTED_PROBLEMS` that do not, naming ``where``."""
+    starts; a :class:`ConfigError` lists the first :data:`MAX_LISTED_PROBLEMS` that do not, naming ``where``.
+
+    ``unicode_checked``: whoever read the records refused those with a lone surrogate already."""
     cache: dict = {}
     problems: list[str] = []
     problem_count = 0
@@ -251,10 +262,8 @@ def check_dataset(selected: Iterable[tuple[int, dict]], registry: Any, where: An
     count = 0
     for position, record in selected:
         count += 1
-        invalid = lone_surrogate(record)
-        if invalid is not None:  # no request could send it, no results line could hold it
-            raise ConfigError(f"{where}: record {position}: {invalid}, which is not valid Unicode; fix or drop the "
-                              "record")
+        if not unicode_checked:
+            refuse_lone_surrogate(record, where, position)
         sample, problem = check_record(record, registry, cache, served, remote)
         if problem is not None:
             problem_count += 1
@@ -328,8 +337,9 @@ class DatasetSelection:
               remote: set[str] | None = None) -> DatasetCheck:
         """:func:`check_dataset` over the selection, ``where`` (default: the file) naming it in errors; keeps the
         records of the file's first ``buffer_bytes`` bytes for :meth:`records`."""
-        return check_dataset(self._first_read(), registry, self.path if where is None else where, served=served,
-                             remote=remote)
+        where = self.path if where is None else where
+        return check_dataset(self._first_read(where), registry, where, served=served, remote=remote,
+                             unicode_checked=True)
 
     def records(self, *, release: bool = False) -> Iterator[tuple[int, dict]]:
         """(position in the file, record) of every selected record, as :func:`select_records` yields them.
@@ -358,7 +368,8 @@ class DatasetSelection:
 
     __iter__ = records
 
-    def _first_read(self) -> Iterator[tuple[int, dict]]:
+    def _first_read(self, where: Any) -> Iterator[tuple[int, dict]]:
+        """The selected records; one with a lone surrogate is refused, naming ``where``."""
         self._stamp = _stamp(self.path) if self.path.is_file() else None
         self._kept, self._rest = [], _Resume()
         kept: list[tuple[int, dict]] = []
@@ -372,8 +383,13 @@ class DatasetSelection:
 
             keys.clear()
             selected_keys.clear()
-        for position, record, end, next_line, before, selected in _select(self._raw(_Resume()), self.limit,
-                                                                          self.shard, self.keep):
+        unchecked: set[int] = set()
+        for position, record, end, next_line, before, selected in _select(self._raw(_Resume(), unchecked),
+                                                                          self.limit, self.shard, self.keep):
+            if position in unchecked:
+                unchecked.discard(position)
+                if selected:
+                    refuse_lone_surrogate(record, where, position)
             if keys is not None:  # before the check normalizes it (a key is the same either way)
                 record_key = episode_id(record, 0).rpartition(":")[0]
                 keys.add(record_key)
@@ -427,17 +443,25 @@ class DatasetSelection:
                 return self.buffer_bytes + 1
         return self.path.stat().st_size
 
-    def _raw(self, start: _Resume) -> Iterator[tuple[int, dict, int | None, int]]:
+    def _raw(self, start: _Resume, unchecked: set[int] | None = None) -> Iterator[tuple[int, dict, int | None, int]]:
         """(position, record as parsed, end offset, next line number) of the file's records from ``start``; the
-        end is None where the file cannot be read on from a record (it is read from its start, ``start`` skipped)."""
+        end is None where the file cannot be read on from a record (it is read from its start, ``start`` skipped).
+
+        ``unchecked`` gets the position of each record that may hold a lone surrogate, added before it is yielded:
+        a line of a ``.jsonl`` file is decoded from UTF-8, which holds none, so only one with a ``\\uD...`` escape
+        may; any record of another form may."""
         if self._jsonl():
             position = start.position
             for line in jsonl_lines(self.path, offset=start.offset, first_line=start.line):
                 if line.error is not None:
                     raise ConfigError(f"{self.path}:{line.number}: {line.error}")
+                if unchecked is not None and ("\\ud" in line.text or "\\uD" in line.text):
+                    unchecked.add(position)
                 yield position, line.value, line.end, line.number + 1
                 position += 1
             return
         for position, record in enumerate(load_dataset(self.path, normalize=False)):
             if position >= start.position:
+                if unchecked is not None:
+                    unchecked.add(position)
                 yield position, record, None, 1

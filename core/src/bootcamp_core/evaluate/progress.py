@@ -8,7 +8,10 @@ from typing import Any
 from bootcamp_core.data.records import EpisodeResult
 from bootcamp_core.evaluate.statistics import number
 
-__all__ = ["Progress", "RunStats"]
+__all__ = ["UPDATE_S", "Progress", "RunStats"]
+
+#: The shortest time between two updates of the bar.
+UPDATE_S = 0.05
 
 
 class RunStats:
@@ -48,15 +51,25 @@ class Progress:
             console=self.console, disable=not enabled, transient=False,
         )
         self.task = self.progress.add_task("eval", total=stats.total, **stats.fields())
+        self._updated = 0.0
 
     def __enter__(self) -> Progress:
         self.progress.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._update()
         self.progress.__exit__(*exc)
 
     def update(self) -> None:
+        """Show the counts of :class:`RunStats`: at most every :data:`UPDATE_S` (the bar is drawn 10 times a second;
+        updating it costs more than an episode's statistics), and when the bar closes."""
+        now = time.monotonic()
+        if now - self._updated >= UPDATE_S:
+            self._updated = now
+            self._update()
+
+    def _update(self) -> None:
         self.progress.update(self.task, completed=self.stats.done, **self.stats.fields())
 
     def print(self, text: str) -> None:

@@ -21,7 +21,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from itertools import chain, repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bootcamp_core.blocks import last_assistant_text
 from bootcamp_core.data.io import AtomicFile
@@ -338,6 +338,36 @@ def _compact_key(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
 
 
+class _Line(NamedTuple):
+    """What the statistics read of one results line (read once for the overall totals and its group's)."""
+
+    success: bool
+    score: float
+    solved: bool
+    assistant: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    reached_max_turns: bool
+    finish_reason: str
+    error_type: Any
+    error_kind: Any
+
+
+def _line(data: dict) -> _Line:
+    success = data.get("success") is not False
+    turns = data.get("turn_record") or {}
+    usage = data.get("token_usage") or {}
+    return _Line(
+        success, number(data.get("score")) if success else 0.0, is_solved_line(data),
+        int(number(turns.get("assistant_turns"))),
+        int(number(turns.get("tool_calls", len(data.get("tool_calls") or ())))),
+        int(number(usage.get("prompt_tokens"))), int(number(usage.get("completion_tokens"))),
+        int(number(usage.get("total_tokens"))), bool(data.get("reached_max_turns")),
+        str(data.get("finish_reason") or "unknown"), data.get("error_type"), data.get("error_kind"))
+
+
 class _Group:
     """Running totals of one (data source, generator) group (``group``: its table's number in the summary's
     :class:`_RecordIndex`), or of everything (``group`` None: the per-record counts are the index's)."""
@@ -365,26 +395,21 @@ class _Group:
         self.finish_reasons: dict[str, int] = {}
         self.error_kinds: dict[str, list] = {}  # error_kind -> [count, the first line's error as its example]
 
-    def add(self, data: dict) -> None:
+    def add(self, data: dict, line: _Line) -> None:
+        """Count one results line: ``data``, and what :func:`_line` read of it."""
         self.count += 1
-        success = data.get("success") is not False
-        score = number(data.get("score")) if success else 0.0
+        success, score, solved, assistant, calls = line.success, line.score, line.solved, line.assistant, line.calls
         self.successes += success
-        solved = is_solved_line(data)
         self.solved += solved
         self.infrastructure_errors += not success
-        self.model_errors += data.get("error_type") == "model"
+        self.model_errors += line.error_type == "model"
         self.score_sum += score
-        turns = data.get("turn_record") or {}
-        assistant = int(number(turns.get("assistant_turns")))
-        calls = int(number(turns.get("tool_calls", len(data.get("tool_calls") or ()))))
         self.assistant_turns += assistant
         self.tool_calls += calls
-        usage = data.get("token_usage") or {}
-        self.prompt_tokens += int(number(usage.get("prompt_tokens")))
-        self.completion_tokens += int(number(usage.get("completion_tokens")))
-        self.total_tokens += int(number(usage.get("total_tokens")))
-        self.reached_max_turns += bool(data.get("reached_max_turns"))
+        self.prompt_tokens += line.prompt_tokens
+        self.completion_tokens += line.completion_tokens
+        self.total_tokens += line.total_tokens
+        self.reached_max_turns += line.reached_max_turns
         if self._group is not None:  # the overall totals read the groups' rows
             index = self._index
             # a run of one repeat writes each record once: a new row, no key to look up
@@ -393,11 +418,11 @@ class _Group:
         self.score_bins[10 if score >= 1.0 else max(0, min(9, int(score * 10)))] += 1
         self.turn_counts[assistant] = self.turn_counts.get(assistant, 0) + 1
         self.tool_call_counts[calls] = self.tool_call_counts.get(calls, 0) + 1
-        reason = str(data.get("finish_reason") or "unknown")
+        reason = line.finish_reason
         self.finish_reasons[reason] = self.finish_reasons.get(reason, 0) + 1
-        if data.get("error_type") or data.get("error_kind") or not success:
+        if line.error_type or line.error_kind or not success:
             # a line of an older run has no error_kind: its error_type stands in
-            kind = str(data.get("error_kind") or data.get("error_type") or "infrastructure")
+            kind = str(line.error_kind or line.error_type or "infrastructure")
             seen = self.error_kinds.setdefault(kind, [0, str(data.get("error") or "")[:300]])
             seen[0] += 1
 
@@ -499,12 +524,13 @@ class Summary:
         self._solved: list[dict] = []
 
     def add(self, data: dict) -> None:
-        self._overall.add(data)
+        line = _line(data)
+        self._overall.add(data, line)
         key = (str(data.get("data_source") or ""), str(data.get("generator") or data.get("generator_name") or ""))
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = _Group(self._index, self._index.new_table()[0])
-        group.add(data)
+        group.add(data, line)
         if self._keep_examples:
             bucket = self._solved if is_solved_line(data) else self._failed
             if len(bucket) < REPORT_EXAMPLES:

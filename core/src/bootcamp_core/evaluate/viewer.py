@@ -172,12 +172,42 @@ def _without_repeats(records: list, messages: list) -> list:
 
 def episode_view(line: dict, hidden_fields: list[str] | None = None) -> dict:
     """What the viewer shows of one results line: its fields without the run-wide ones, every text cut."""
+    view = _view(line, hidden_fields)
+    return view if _plain(view) else _cut(view)
+
+
+#: JSON of the chunks and the index: compact, and refusing what JSON cannot hold (NaN, objects of other types)
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def _view_text(view: dict) -> str:
+    """The JSON text of :func:`episode_view`'s view of a line, given the view before its texts are cut (``view``).
+
+    The cut walk (:func:`_plain`) is skipped where it could change nothing the viewer shows: a view whose JSON text
+    is at most :data:`MESSAGE_LIMIT` characters holds no longer string, and encoding it showed it holds nothing but
+    JSON (a short view nested past 30 levels stays as it is: its text is as small as the rest). A longer one is
+    walked, and encoded again only where it had something to cut."""
+    try:
+        text = _COMPACT(view)
+    except (TypeError, ValueError, RecursionError):  # NaN, an object of another type, a key JSON has no text for
+        text = None
+    if text is None or (len(text) > MESSAGE_LIMIT and not _plain(view)):
+        text = json.dumps(_cut(view), ensure_ascii=False, separators=(",", ":"), default=repr)
+    # a line break inside a string is escaped by JSON; these two would still split a line in the script
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+#: Fields of a results line the view leaves out (the run's, shown once) or puts in as it shows them.
+_NOT_VIEWED = frozenset(("input", "tools", "evaluation_config", "messages", "ground_truth", "full_context"))
+
+
+def _view(line: dict, hidden_fields: list[str] | None) -> dict:
+    """:func:`episode_view` before its texts are cut."""
     messages = line.get("messages")
     if not isinstance(messages, list):  # a line without a conversation: at least its prompt
         prompt = _dict(line.get("input")).get("prompt")
         messages = prompt if isinstance(prompt, list) else []
-    view = {key: value for key, value in line.items()
-            if key not in ("input", "tools", "evaluation_config", "messages", "ground_truth", "full_context")}
+    view = {key: value for key, value in line.items() if key not in _NOT_VIEWED}
     view["messages"] = messages
     if isinstance(line.get("tool_calls"), list):
         view["tool_calls"] = _without_repeats(line["tool_calls"], messages)
@@ -185,7 +215,7 @@ def episode_view(line: dict, hidden_fields: list[str] | None = None) -> dict:
     view["hidden_fields"] = hidden_fields or []
     if "data_source" not in view:  # the original framework keeps it only inside input
         view["data_source"] = _dict(line.get("input")).get("data_source")
-    return view if _plain(view) else _cut(view)
+    return view
 
 
 def _number(value: Any) -> float | None:
@@ -228,10 +258,8 @@ class EpisodePayload:
         """Index and compress one results line (any JSON object: missing fields render as missing)."""
         from bootcamp_core.evaluate.statistics import is_solved_line
 
-        view = episode_view(line, self._hidden(line))
-        text = json.dumps(view, ensure_ascii=False, separators=(",", ":"), default=repr)
-        # a line break inside a string is escaped by JSON; these two would still split a line in the script
-        text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+        view = _view(line, self._hidden(line))
+        text = _view_text(view)
         if self._open is None:
             self._open = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: the gzip format DecompressionStream reads
             self._parts, self._size = [], 0
@@ -243,15 +271,17 @@ class EpisodePayload:
         if calls is None and isinstance(line.get("tool_calls"), list):
             calls = len(line["tool_calls"])
         episode = view.get("id")
-        row = [
-            episode if isinstance(episode, str) and episode else f"line {self.count + 1}",
-            str(view.get("data_source") or ""), str(line.get("generator") or line.get("generator_name") or ""),
+        row = [  # the view above is the uncut one: a text of the row is cut here
+            cut_text(episode) if isinstance(episode, str) and episode else f"line {self.count + 1}",
+            cut_text(str(view.get("data_source") or "")),
+            cut_text(str(line.get("generator") or line.get("generator_name") or "")),
             _number(line.get("score")), is_solved_line(line), line.get("success") is not False,
-            str(line.get("finish_reason") or ""), str(line.get("error_kind") or line.get("error_type") or ""),
+            cut_text(str(line.get("finish_reason") or "")),
+            cut_text(str(line.get("error_kind") or line.get("error_type") or "")),
             bool(line.get("reached_max_turns")), _count(turns.get("assistant_turns")), _count(calls),
             len(self._chunk_sizes), self.count + 1,
         ]
-        row_text = ("," if self.count else "") + json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+        row_text = ("," if self.count else "") + _COMPACT(row)
         compressed = self._index.compress(row_text.encode("utf-8"))
         if compressed:
             self._index_spool.write(compressed)
