@@ -143,6 +143,10 @@ def test_number_end_at_an_offset_and_unsigned():
     assert number_end("x = -12;", 4, signed=False) == 4
     assert number_end("12", 5) == 5 and number_end("12", -1) == -1
     assert skip_space("  \n\tx", 0) == 4 and skip_space("  ", 0) == 2
+    assert skip_space("ab", 1) == 1 and skip_space("", 0) == 0 and skip_space("a", 3) == 3
+    # digits are Unicode's decimal digits (str.isdecimal), mixed or not, in runs of any length
+    assert number_end("1\u0662 3") == 2 and number_end("-\u0661.\u0665e\u0662x") == 6
+    assert number_end("7" * MEGABYTE + "e" + "9" * MEGABYTE) == 2 * MEGABYTE + 1
 
 
 def test_module_lists_its_functions():
