@@ -141,7 +141,7 @@ class ToolCall:
 
     def to_dict(self) -> dict:
         """The call's fields by name (its values, not copies of them)."""
-        return {name: getattr(self, name) for name in _field_names(ToolCall)}
+        return {name: getattr(self, name) for name in _field_names(type(self))}
 
     @classmethod
     def from_dict(cls, data: dict) -> ToolCall:
@@ -191,7 +191,7 @@ class EpisodeResult:
     def to_dict(self) -> dict:
         """The result's fields by name, in the order of a results line (its values, not copies of them; each tool
         call as :meth:`ToolCall.to_dict`)."""
-        data = {name: getattr(self, name) for name in _field_names(EpisodeResult)}
+        data = {name: getattr(self, name) for name in _field_names(type(self))}
         data["tool_calls"] = [call.to_dict() for call in self.tool_calls]
         return data
 
