@@ -335,6 +335,20 @@ def test_tool_call_and_episode_result_round_trip_through_json():
     assert EpisodeResult.from_dict(data) == original
 
 
+def test_to_dict_holds_every_field_in_order_a_subclasss_too():
+    import attrs
+
+    @attrs.define(kw_only=True)
+    class Tagged(EpisodeResult):
+        tag: str = "t"
+
+    original = episode()
+    data = original.to_dict()
+    assert list(data) == [field.name for field in attrs.fields(EpisodeResult)]
+    assert data["tool_calls"] == [attrs.asdict(call) for call in original.tool_calls]
+    assert list(Tagged(id="x").to_dict())[-1] == "tag" and Tagged(id="x").to_dict()["tag"] == "t"
+
+
 def test_a_result_line_of_the_original_framework_reads():
     line = {"input": {"prompt": "x"}, "messages": [{"role": "user", "content": "x"}], "score": 1.0, "success": True,
             "extracted_output": "4", "ground_truth": {"a": 1}, "reached_max_turns": False, "token_usage": {}}
