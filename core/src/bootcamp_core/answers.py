@@ -2,9 +2,8 @@
 the value after a JSON key, numbers and JSON objects.
 
 Every function reads model output, which may be megabytes of anything, so each runs in time linear in the text's
-length: ``str.find`` / ``str.rfind`` and one forward pass, never a pattern that can backtrack (the one pattern, a run
-of digits, has nothing to backtrack into). Each returns ``None`` (or an empty list) when nothing of its kind is
-there, and never raises on any string.
+length: ``str.find`` / ``str.rfind`` and one forward pass, never a pattern that can backtrack. Each returns ``None``
+(or an empty list) when nothing of its kind is there, and never raises on any string.
 
     >>> last_boxed(r"so \\boxed{\\frac{1}{2}}")
     '\\\\frac{1}{2}'
@@ -18,7 +17,6 @@ there, and never raises on any string.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,8 +28,6 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 #: What a fence's language word may hold (``json``, ``python3``, ``c++``, ``objective-c``, ``c#``).
 _TAG_CHARACTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+-.#"
 _BLANKS = " \t"
-#: One run of decimal digits, matched in C: a single repeated class, which has nothing to backtrack into.
-_DIGITS = re.compile(r"\d*").match
 _QUOTES = "\"'"
 
 
@@ -205,8 +201,9 @@ def key_value_starts(text: str, key: str) -> list[int]:
 
 
 def _skip_digits(text: str, position: int) -> int:
-    """The end of the run of decimal digits (``str.isdecimal``: Unicode's Nd, as ``\\d`` reads them) at ``position``."""
-    return _DIGITS(text, position).end() if position < len(text) else position
+    while position < len(text) and text[position].isdecimal():
+        position += 1
+    return position
 
 
 def number_end(text: str, start: int = 0, *, signed: bool = True) -> int:
