@@ -224,8 +224,8 @@ MESSAGES = st.dictionaries(st.sampled_from(["role", "content", "reasoning_conten
 
 @settings(max_examples=150, deadline=None)
 @given(first=st.lists(MESSAGES, min_size=1, max_size=4),
-       steps=st.lists(st.tuples(st.sampled_from(["append", "edit", "replace", "truncate", "copy"]), MESSAGES,
-                                st.integers(0, 10)), max_size=8))
+       steps=st.lists(st.tuples(st.sampled_from(["append", "edit", "replace", "truncate", "copy", "rename", "shift"]),
+                                MESSAGES, st.integers(0, 10)), max_size=8))
 def test_each_body_is_the_json_of_the_whole_request_however_the_history_changes(first, steps):
     encoder = RequestEncoder(sent, capacity=4)
     history = list(first)
@@ -235,6 +235,18 @@ def test_each_body_is_the_json_of_the_whole_request_however_the_history_changes(
             history.append(dict(message))
         elif action == "edit":
             history[at].update(message)
+        elif action == "rename" and history[at]:  # a key renamed in place: the same value object, the same size
+            key = next(reversed(history[at]))
+            new_key = next(iter(message))
+            if new_key not in history[at]:
+                history[at][new_key] = history[at].pop(key)
+        elif action == "shift" and at + 1 < len(history) and len(history[at]) > 1:
+            # a message's last key moved to the start of the next: the keys and values one after the other unchanged
+            key, value = history[at].popitem()
+            if key not in history[at + 1]:
+                rest = dict(history[at + 1])
+                history[at + 1].clear()
+                history[at + 1].update({key: value, **rest})
         elif action == "replace":
             history[at] = dict(message)
         elif action == "truncate" and len(history) > 1:

@@ -57,13 +57,16 @@ def encodable(value: Any) -> Any:
 class _Conversation:
     """What was encoded of one conversation: its messages, their keys and values when encoded, their bytes."""
 
-    __slots__ = ("keys", "messages", "parts", "tools", "tools_count", "tools_part", "values")
+    __slots__ = ("keys", "messages", "parts", "sizes", "tools", "tools_count", "tools_part", "values")
 
     def __init__(self) -> None:
         self.messages: list[dict] = []
-        self.keys: list[tuple] = []
-        self.values: list[tuple] = []
         self.parts: list[bytes] = []
+        # each message's number of keys, and the keys and values of all of them one after the other: a history that
+        # only grew is checked by whole-list comparisons, with nothing built per message
+        self.sizes: list[int] = []
+        self.keys: list = []
+        self.values: list = []
         self.tools: Any = None
         self.tools_count = 0
         self.tools_part = b""
@@ -104,22 +107,30 @@ class RequestEncoder:
         (no ``tools`` key when there are none); ``fields`` must not set model, messages or tools."""
         self._frame(model, fields)
         conversation = self._conversation(messages)
-        known, keys, values, parts = conversation.messages, conversation.keys, conversation.values, conversation.parts
+        known, sizes, keys, values = conversation.messages, conversation.sizes, conversation.keys, conversation.values
+        parts = conversation.parts
         same = len(known)
         # the common case, a history that only grew since the last turn, checked in whole-list operations (each
-        # message would cost a microsecond in a loop of Python, its memory long out of the cache)
+        # message would cost a microsecond in a loop of Python, its memory long out of the cache): the same message
+        # objects, each with as many keys as before (so the keys below fall in the same messages), the same keys in
+        # order, and the very same value objects
         if same and not (len(messages) >= same and all(map(is_, messages, known))
-                         and list(map(tuple, prefix := messages[:same])) == keys
-                         and all(map(is_, chain.from_iterable(map(dict.values, prefix)), chain.from_iterable(values)))):
-            same = 0
-            while (same < len(known) and same < len(messages) and messages[same] is known[same]
-                   and tuple(messages[same]) == keys[same] and all(map(is_, messages[same].values(), values[same]))):
-                same += 1
-            del known[same:], keys[same:], values[same:], parts[same:]
+                         and list(map(len, prefix := messages[:same])) == sizes
+                         and list(chain.from_iterable(prefix)) == keys
+                         and all(map(is_, chain.from_iterable(map(dict.values, prefix)), values))):
+            same = start = 0  # the messages kept, and where the keys of the next one start
+            while same < len(known) and same < len(messages) and messages[same] is known[same]:
+                end = start + sizes[same]
+                if list(messages[same]) != keys[start:end] or not all(map(is_, messages[same].values(),
+                                                                           values[start:end])):
+                    break
+                same, start = same + 1, end
+            del known[same:], sizes[same:], parts[same:], keys[start:], values[start:]
         for message in messages[same:]:
             known.append(message)
-            keys.append(tuple(message))
-            values.append(tuple(message.values()))
+            sizes.append(len(message))
+            keys.extend(message)
+            values.extend(message.values())
             parts.append(encode_json(self._outgoing(message)))
         if not tools:
             tools_part = b""
