@@ -17,6 +17,9 @@ Every number is printed next to its baseline, measured in the same run:
   episode from the smallest to the largest size run), and for the whole call, the report included
   (informational).
 
+The absolute CPU figures move with the machine's speed: the run prints the CPU time of a fixed pure-Python loop
+(``bench/machine.py``) before and after them, so runs can be compared across hours.
+
 Run: ``python bench/bench_eval_overhead.py`` (``--quick`` for a smaller run). Never part of the test suite.
 """
 
@@ -30,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from machine import python_speed
 
 LEVEL_1 = {"min_value": 100, "max_value": 10000, "min_operands": 2, "max_operands": 8, "tolerance": 1e-8}
 CONCURRENCY = 64
@@ -142,6 +147,7 @@ def main() -> None:
     if args.quick:
         args.memory_episodes, args.runs = [20_000], 1
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}")
+    print(python_speed())
     with tempfile.TemporaryDirectory(prefix="bootcamp-bench-") as folder:
         root = Path(folder)
         warm = write_dataset(64, root / "warm")
@@ -167,6 +173,7 @@ def main() -> None:
               "an endpoint, its key kept out of every line)")
         print(f"first call of 64 episodes, imports included (informational): evaluate {eval_start:.2f} s, "
               f"run_episode {engine_start:.2f} s")
+        print(python_speed())
 
         sizes = sorted({args.episodes, *args.memory_episodes})
         runs = []

@@ -26,6 +26,8 @@ Every number is printed next to a baseline measured in the same run, and the tar
     through the SDK's raw post (the path of proxies and ``client="sdk"``).
 
 The machine's other load moves every figure: turns/s above all (the server shares the cores), CPU per request less.
+Its speed moves the absolute ones: the run starts and ends with the CPU time of a fixed pure-Python loop
+(``bench/machine.py``), so runs can be compared across hours.
 
 Run: ``python bench/bench_rollout.py`` (``--quick`` for a smaller run). Never part of the test suite.
 """
@@ -42,6 +44,8 @@ import time
 from typing import NamedTuple
 
 import anyio
+
+from machine import python_speed
 
 
 def level_1_records(count: int) -> list[dict]:
@@ -272,12 +276,14 @@ def main() -> None:
     records = level_1_records(1000 * scale)
     ReferencePolicy(registry).check(records)  # builds the agent table outside the timed part
 
+    print(python_speed())
     if "a" in args.sections:
         in_process(records, registry)
     if "c" in args.sections or "e" in args.sections:
         end_to_end(args, records, scale, registry)
     if "d" in args.sections:
         the_storm(records, scale, registry)
+    print(python_speed())
 
 
 def in_process(records: list[dict], registry) -> None:
