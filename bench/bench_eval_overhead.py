@@ -17,7 +17,7 @@ Every number is printed next to its baseline, measured in the same run:
   episode from the smallest to the largest size run), and for the whole call, the report included
   (informational).
 
-The absolute CPU figures move with the machine's speed: the run prints the CPU time of a fixed pure-Python loop
+The absolute CPU figures move with the machine's speed: the run prints the CPU time of two fixed Python workloads
 (``bench/machine.py``) before and after them, so runs can be compared across hours.
 
 Run: ``python bench/bench_eval_overhead.py`` (``--quick`` for a smaller run). Never part of the test suite.

@@ -26,7 +26,7 @@ Every number is printed next to a baseline measured in the same run, and the tar
     through the SDK's raw post (the path of proxies and ``client="sdk"``).
 
 The machine's other load moves every figure: turns/s above all (the server shares the cores), CPU per request less.
-Its speed moves the absolute ones: the run starts and ends with the CPU time of a fixed pure-Python loop
+Its speed moves the absolute ones: the run starts and ends with the CPU time of two fixed Python workloads
 (``bench/machine.py``), so runs can be compared across hours.
 
 Run: ``python bench/bench_rollout.py`` (``--quick`` for a smaller run). Never part of the test suite.
