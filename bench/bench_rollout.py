@@ -95,7 +95,9 @@ def serve(storm_rate: float = 0.0, tls: str | None = None) -> None:
     from bootcamp_core.testing.chat_server import ScriptedChatServer, storm
 
     script = storm(play_reference_agent, storm_rate, seed=15, hang_s=3.0) if storm_rate else play_reference_agent
-    with ScriptedChatServer(script, tls_certfile=tls) as server:
+    # keeps no request: the bench sends hundreds of thousands, and a server holding them all (a gigabyte) slows
+    # down as its heap grows, and the client's figures with it
+    with ScriptedChatServer(script, tls_certfile=tls, keep_requests=False) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()
 

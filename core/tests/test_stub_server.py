@@ -66,6 +66,17 @@ def test_a_delay_outlasts_a_short_client_timeout():
             )
 
 
+def test_a_server_told_to_keep_no_request_answers_as_usual_and_holds_none():
+    with ScriptedChatServer(lambda request: Reply.text(f"seen {len(request['messages'])}"), keep_requests=False,
+                            keep_responses=True) as server:
+        sdk = client(server)
+        answers = [sdk.chat.completions.create(model="m", messages=ASK * count).choices[0].message.content
+                   for count in (1, 2, 3)]
+        assert answers == ["seen 1", "seen 2", "seen 3"]
+        assert server.requests == [] and server.request_headers == []
+        assert [answer["choices"][0]["message"]["content"] for answer in server.responses] == answers
+
+
 def test_models_are_listed():
     with ScriptedChatServer(models=["a", "b"]) as server:
         assert [model.id for model in client(server).models.list()] == ["a", "b"]

@@ -321,7 +321,9 @@ class ScriptedChatServer:
 
     ``token_ids``: the shape of the token ids a request with ``return_token_ids`` gets, ``"vllm"`` (the default) or
     ``"sglang"`` (see the module doc); ``keep_responses=True`` keeps every episode request's answer JSON in
-    ``responses`` (matching ``requests`` by position while the requests come one at a time).
+    ``responses`` (matching ``requests`` by position while the requests come one at a time);
+    ``keep_requests=False`` keeps no episode request nor its headers, so a server that answers millions of requests
+    (as the benchmarks' does, with histories of up to 80 messages) stays flat in memory.
 
     ``tls_certfile``: a PEM file with the server's private key and certificate chain; the server then speaks HTTPS
     and ``base_url`` is ``https://127.0.0.1:PORT/v1`` (the certificate must name ``127.0.0.1``).
@@ -329,11 +331,12 @@ class ScriptedChatServer:
 
     def __init__(self, script: Script | None = None, *, models: Iterable[str] = ("stub",), backlog: int = 4096,
                  preflight_script: Script | None = None, token_ids: str = "vllm",
-                 keep_responses: bool = False, tls_certfile: str | None = None) -> None:
+                 keep_responses: bool = False, keep_requests: bool = True, tls_certfile: str | None = None) -> None:
         if token_ids not in ("vllm", "sglang"):
             raise ValueError(f'token_ids must be "vllm" or "sglang", got {token_ids!r}')
         self.token_ids = token_ids
         self.keep_responses = keep_responses
+        self.keep_requests = keep_requests
         self.responses: list[dict] = []
         self.script: Script = script or _default_script
         self.preflight_script: Script = preflight_script or _default_script
@@ -368,9 +371,9 @@ class ScriptedChatServer:
                 self.preflight_requests.append(body)
                 reply = self.preflight_script(body)
             else:
-                # list.append is atomic under the GIL; the test thread reads these lists
-                self.requests.append(body)
-                self.request_headers.append({key.lower(): value for key, value in request.headers.items()})
+                if self.keep_requests:  # list.append is atomic under the GIL; the test thread reads these lists
+                    self.requests.append(body)
+                    self.request_headers.append({key.lower(): value for key, value in request.headers.items()})
                 reply = self.script(body)
             if inspect.isawaitable(reply):
                 reply = await reply
