@@ -6,7 +6,7 @@ Every number is printed next to its baseline, measured in the same run:
   (``policy="reference"``, so no HTTP at all) through :func:`bootcamp_core.evaluate.run.evaluate` — reading and
   checking the dataset, writing results.jsonl crash-safely, the statistics, summary and report — less the same
   episodes through ``run_episode`` alone at the same concurrency, over the episodes (median of three runs each, in
-  fresh processes; target <= 0.3 ms), and the same with an API key set, which every line is kept free of
+  fresh processes, the three kinds of run alternated and each in turn first in its round; target <= 0.3 ms), and the same with an API key set, which every line is kept free of
   (informational: the cost of masking in a run against an endpoint). Each process first runs the same call on 64
   episodes, so what is measured is the cost per episode, not the one-time start of a process (importing and
   compiling modules, which without a bytecode cache costs as much as a few hundred episodes); that start is printed
@@ -153,10 +153,13 @@ def main() -> None:
         warm = write_dataset(64, root / "warm")
         small = write_dataset(args.episodes, root / "data")
         evals, engines, keyed = [], [], []
-        for run in range(args.runs):  # alternated, so a change in the machine's load hits both alike
-            evals.append(child("eval", small, warm, root / f"eval{run}"))
-            engines.append(child("engine", small, warm, root / f"engine{run}"))
-            keyed.append(child("eval-key", small, warm, root / f"keyed{run}"))
+        runs = {"eval": evals, "engine": engines, "eval-key": keyed}
+        for run in range(args.runs):
+            # alternated, so a change in the machine's load hits all alike, and each in turn first, second and third
+            # (a mode's figure moved by up to a sixth with its place in the round in this machine's runs)
+            order = list(runs)[run % 3:] + list(runs)[:run % 3]
+            for mode in order:
+                runs[mode].append(child(mode, small, warm, root / f"{mode}{run}"))
         episodes = evals[0]["episodes"]
         eval_ms = statistics.median(run["cpu"] for run in evals) * 1000 / episodes
         engine_ms = statistics.median(run["cpu"] for run in engines) * 1000 / episodes

@@ -39,8 +39,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
+import orjson
 
-__all__ = ["KINDS", "Field", "RecordSchema", "RECORD_SCHEMA", "decode_identity"]
+__all__ = ["KINDS", "Field", "RecordSchema", "RECORD_SCHEMA", "compact_dumps", "decode_identity"]
 
 KINDS = ("text", "integer", "boolean", "texts", "identity", "json", "messages", "text_messages", "struct", "per_tool")
 
@@ -52,6 +53,29 @@ _SEPARATORS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "
 def dumps(value: Any) -> str:
     """The one JSON spelling of records: UTF-8 text, one physical line whatever the reader."""
     text = _encode(value)
+    if "\u2028" in text or "\u2029" in text or "\x85" in text:
+        return text.translate(_SEPARATORS)
+    return text
+
+
+def compact_dumps(value: Any) -> str | None:
+    """``value``'s JSON text without spaces, on one physical line, from a fast encoder (``orjson``, about ten times
+    :func:`dumps`' speed), or None where that encoder's text would not read back as ``value``.
+
+    Reading the text back is the check: orjson writes NaN and the infinities as null, converts objects JSON has no
+    text for (dates, dataclasses, UUIDs) and refuses what :func:`dumps` may still write (keys that are not strings,
+    integers past 64 bits, structures nested past 255 levels, lone surrogates); each of these is None, and the caller
+    falls back on :func:`dumps` (a tuple, an array either way, is None too: it reads back as a list). Strings are
+    escaped as :func:`dumps` escapes them, character by character, so a text found in the one is found in the other
+    (the masking of secrets scans results lines for them). For lines written in bulk (results), where the JSON text
+    is most of the cost of keeping an episode."""
+    try:
+        raw = orjson.dumps(value)
+        if orjson.loads(raw) != value:
+            return None
+    except (TypeError, ValueError):  # orjson's errors are both; an object whose comparison fails
+        return None
+    text = raw.decode("utf-8")
     if "\u2028" in text or "\u2029" in text or "\x85" in text:
         return text.translate(_SEPARATORS)
     return text

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bootcamp_core.data.io import AtomicFile, JsonLine, dumps, jsonl_lines
+from bootcamp_core.data.schema import compact_dumps
 from bootcamp_core.data.records import EpisodeResult
 from bootcamp_core.episode.engine import episode_id
 from bootcamp_core.evaluate.secrets import Redactor
@@ -84,16 +85,20 @@ class ResultsWriter:
 
     def entry_for(self, result: EpisodeResult) -> tuple[str, dict]:
         """The result as one JSON line, secrets masked, and the data that line holds (what reading it back gives,
-        but for tuples, which JSON reads as lists), without parsing the line again."""
+        but for tuples, which JSON reads as lists), without parsing the line again. The line is compact JSON where
+        :func:`~bootcamp_core.data.schema.compact_dumps` writes the data exactly, else as
+        :func:`~bootcamp_core.data.schema.dumps` writes it (NaN included)."""
         # masked in the data, not the JSON text: a secret with quotes or non-ASCII is escaped differently in JSON;
         # the data is walked only when its text may hold a secret (a scan in C, the walk about half the line's cost)
+        # most lines are written by the fast encoder, checked by reading them back; the others (NaN, a tuple in a
+        # plugin's metrics) as dumps writes them: a results line is JSON, its spacing not part of it
         data = result.to_dict()
         try:
-            line = dumps(data)
+            line = compact_dumps(data) or dumps(data)
             if not self._redactor.may_be_in(line):
                 return line, data
             data = self._redactor.data(data)
-            return dumps(data), data
+            return compact_dumps(data) or dumps(data), data
         except (TypeError, ValueError):  # a plugin put something unserialisable in metrics: keep it as text
             data = self._redactor.data(result.to_dict())
             line = json.dumps(data, ensure_ascii=False, default=repr).translate(

@@ -324,11 +324,6 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
                 if key not in finished:
                     yield record, repeat, key
 
-    async def produce(send: Any, episodes: Any) -> None:
-        async with send:
-            for episode in episodes:
-                await send.send(episode)
-
     limits_by_generator: dict[Any, Any] = {}
 
     def limits_of(record: dict) -> Any:
@@ -342,47 +337,49 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
             limits_by_generator[generator] = config.limits_for(recommended)
         return limits_by_generator[generator]
 
-    async def work(bar: Progress, stream: Any, last_round: bool) -> None:
-        async with stream:
-            async for record, repeat, key in stream:
-                writer.expect()  # its line joins the batch the episodes running meanwhile share
+    async def work(bar: Progress, episodes: Iterator[tuple[dict, int, str | None]], last_round: bool) -> None:
+        # one iterator shared by the workers, each taking the next episode as it frees up: next() runs in the event
+        # loop without awaiting, so no two take the same; a producer task feeding a stream cost about 25 us of CPU
+        # an episode in task switches (bench/bench_eval_overhead.py)
+        for record, repeat, key in episodes:
+            writer.expect()  # its line joins the batch the episodes running meanwhile share
+            try:
+                if runner is not None:
+                    result = await runner.run(record, repeat, key, limits_of(record))
+                else:
+                    result = await run_episode(
+                        record, policy, registry=registry, limits=limits_of(record),
+                        system_prompt=config.system_prompt, verify_kwargs=dict(config.verify_kwargs),
+                        component_config=components, repeat=repeat, evaluation_config=public, episode_key=key,
+                    )
+            except Exception as error:  # run_episode reports failures itself; this is the last line of defence
+                key = key or episode_id(record, repeat)
+                logger.warning("episode %s crashed: %s: %s", key, type(error).__name__, error)
+                result = _failure_result(record, repeat, key, error, public)
+            if not result.success and not last_round:
+                # run again after this round; its last outcome is written
+                failed.append((record, repeat, result.id))
+                writer.unexpect()
+                continue
+            if template is not None:
                 try:
-                    if runner is not None:
-                        result = await runner.run(record, repeat, key, limits_of(record))
-                    else:
-                        result = await run_episode(
-                            record, policy, registry=registry, limits=limits_of(record),
-                            system_prompt=config.system_prompt, verify_kwargs=dict(config.verify_kwargs),
-                            component_config=components, repeat=repeat, evaluation_config=public, episode_key=key,
-                        )
-                except Exception as error:  # run_episode reports failures itself; this is the last line of defence
-                    key = key or episode_id(record, repeat)
-                    logger.warning("episode %s crashed: %s: %s", key, type(error).__name__, error)
-                    result = _failure_result(record, repeat, key, error, public)
-                if not result.success and not last_round:
-                    # run again after this round; its last outcome is written
-                    failed.append((record, repeat, result.id))
-                    writer.unexpect()
-                    continue
-                if template is not None:
-                    try:
-                        result.full_context = template.render(result.messages, result.tools)
-                    except Exception as error:  # a template that cannot render this trajectory: keep the episode
-                        logger.warning("episode %s: chat template failed: %s", result.id, error)
-                # the episode counts as done once its line is on disk: batched with the lines of the episodes
-                # finishing meanwhile, one fsync each (bench/bench_eval_overhead.py)
-                try:
-                    await writer.commit(*writer.entry_for(result))
-                except ConfigError as error:  # a full disk: the run stops, every line written before is kept
-                    write_failures.append(error)
-                    group.cancel_scope.cancel()
-                    return
-                stats.add(result)
-                bar.update()
-                if config.verbose:
-                    bar.print(f"{result.id[:12]}… r{result.repeat} {result.generator} score={result.score:.3f} "
-                              f"{result.finish_reason}{' ' + str(result.error_type) if result.error_type else ''}"
-                              f"{' ' + str(result.error_kind) if result.error_kind else ''}")
+                    result.full_context = template.render(result.messages, result.tools)
+                except Exception as error:  # a template that cannot render this trajectory: keep the episode
+                    logger.warning("episode %s: chat template failed: %s", result.id, error)
+            # the episode counts as done once its line is on disk: batched with the lines of the episodes
+            # finishing meanwhile, one fsync each (bench/bench_eval_overhead.py)
+            try:
+                await writer.commit(*writer.entry_for(result))
+            except ConfigError as error:  # a full disk: the run stops, every line written before is kept
+                write_failures.append(error)
+                group.cancel_scope.cancel()
+                return
+            stats.add(result)
+            bar.update()
+            if config.verbose:
+                bar.print(f"{result.id[:12]}… r{result.repeat} {result.generator} score={result.score:.3f} "
+                          f"{result.finish_reason}{' ' + str(result.error_type) if result.error_type else ''}"
+                          f"{' ' + str(result.error_kind) if result.error_kind else ''}")
 
     reruns = 0
     write_failures: list[ConfigError] = []
@@ -396,12 +393,10 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
             episodes: Any = first_round()
             while True:
                 last_round = rounds_left == 0
-                send, receive = anyio.create_memory_object_stream[tuple[dict, int, str | None]](concurrent)
+                shared = iter(episodes)
                 async with anyio.create_task_group() as group:
-                    group.start_soon(produce, send, episodes)
                     for _ in range(concurrent):
-                        group.start_soon(work, bar, receive.clone(), last_round)
-                    receive.close()  # the workers hold clones; the stream ends when they all do
+                        group.start_soon(work, bar, shared, last_round)
                 if write_failures:
                     raise write_failures[0]
                 if not failed:

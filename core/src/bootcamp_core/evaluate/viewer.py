@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
+from bootcamp_core.data.schema import compact_dumps
+
 __all__ = ["CHUNK_BYTES", "CUT_MARKER", "INDEX_FIELDS", "MESSAGE_LIMIT", "EpisodePayload", "cut_text",
            "episode_view", "report_episodes", "viewer_css", "viewer_script"]
 
@@ -30,6 +32,9 @@ MESSAGE_LIMIT = 20_000
 CHUNK_BYTES = 1 << 21
 #: Compressed episodes held in memory before they go to a temporary file until the report is written.
 SPOOL_BYTES = 1 << 20
+#: Text of episodes (and of index rows) gathered before it is compressed, in one call: the compressor's state (a few
+#: hundred KB) stays in the processor's cache for the call, where a call per episode fetched it back every time.
+PENDING_BYTES = 1 << 16
 #: Bytes of the compressed index encoded at a time when the report is written (a multiple of 3).
 INDEX_PIECE_BYTES = 3 << 16
 #: What ends a cut text; the script shows it as a marker.
@@ -187,10 +192,12 @@ def _view_text(view: dict) -> str:
     is at most :data:`MESSAGE_LIMIT` characters holds no longer string, and encoding it showed it holds nothing but
     JSON (a short view nested past 30 levels stays as it is: its text is as small as the rest). A longer one is
     walked, and encoded again only where it had something to cut."""
-    try:
-        text = _COMPACT(view)
-    except (TypeError, ValueError, RecursionError):  # NaN, an object of another type, a key JSON has no text for
-        text = None
+    text = compact_dumps(view)  # the fast encoder, None where its text would not read back as the view
+    if text is None:
+        try:
+            text = _COMPACT(view)
+        except (TypeError, ValueError, RecursionError):  # NaN, an object of another type, a key JSON has no text for
+            text = None
     if text is None or (len(text) > MESSAGE_LIMIT and not _plain(view)):
         text = json.dumps(_cut(view), ensure_ascii=False, separators=(",", ":"), default=repr)
     # a line break inside a string is escaped by JSON; these two would still split a line in the script
@@ -236,9 +243,9 @@ class EpisodePayload:
     """Episodes added one at a time, compressed as they come: ``add(line)`` for each, then :meth:`index` and
     :meth:`chunks` (base64 text of gzip streams).
 
-    Memory stays flat in the number of episodes: the index rows go straight into their own gzip stream, written to
-    a temporary file as it comes, and each finished chunk into another (each kept in memory while small) until the
-    report is written.
+    Memory stays flat in the number of episodes: the index rows go into their own gzip stream (:data:`PENDING_BYTES`
+    of them at a time), written to a temporary file as it comes, and each finished chunk into another (each kept in
+    memory while small) until the report is written.
     """
 
     def __init__(self, chunk_bytes: int = CHUNK_BYTES) -> None:
@@ -247,12 +254,17 @@ class EpisodePayload:
         self._index: Any = zlib.compressobj(6, zlib.DEFLATED, 31)  # None once the index is complete
         self._index_spool: Any = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - kept with the payload
         self._index_spool.write(self._index.compress(b"["))
+        self._index_started = False  # whether a row went into the index's stream (the next is after a comma)
         self._spool: Any = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - closed in chunks()
         self._chunk_sizes: list[int] = []
         self._hidden = _HiddenFields()
         self._open: Any = None
         self._parts: list[bytes] = []
         self._size = 0
+        self._pending: list[str] = []  # episodes' text not compressed yet (PENDING_BYTES), in the open chunk
+        self._pending_size = 0
+        self._rows: list[str] = []  # index rows' text not compressed yet
+        self._rows_size = 0
 
     def add(self, line: dict) -> None:
         """Index and compress one results line (any JSON object: missing fields render as missing)."""
@@ -263,9 +275,10 @@ class EpisodePayload:
         if self._open is None:
             self._open = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: the gzip format DecompressionStream reads
             self._parts, self._size = [], 0
-        data = (text + "\n").encode("utf-8")
-        self._parts.append(self._open.compress(data))
-        self._size += len(data)
+        self._pending.append(text)
+        self._pending_size += len(text) + 1
+        if self._pending_size >= PENDING_BYTES:
+            self._compress_pending()
         turns = _dict(line.get("turn_record"))
         calls = turns.get("tool_calls")
         if calls is None and isinstance(line.get("tool_calls"), list):
@@ -281,17 +294,37 @@ class EpisodePayload:
             bool(line.get("reached_max_turns")), _count(turns.get("assistant_turns")), _count(calls),
             len(self._chunk_sizes), self.count + 1,
         ]
-        row_text = ("," if self.count else "") + _COMPACT(row)
-        compressed = self._index.compress(row_text.encode("utf-8"))
-        if compressed:
-            self._index_spool.write(compressed)
+        row_text = compact_dumps(row) or _COMPACT(row)
+        self._rows.append(row_text)
+        self._rows_size += len(row_text) + 1
+        if self._rows_size >= PENDING_BYTES:
+            self._compress_rows()
         self.count += 1
-        if self._size >= self.chunk_bytes:
+        if self._size + self._pending_size >= self.chunk_bytes:
             self._close_chunk()
+
+    def _compress_pending(self) -> None:
+        """The episodes' text gathered so far into the open chunk's gzip stream (one line each)."""
+        if self._pending:
+            data = ("\n".join(self._pending) + "\n").encode("utf-8")
+            self._parts.append(self._open.compress(data))
+            self._size += len(data)
+            self._pending, self._pending_size = [], 0
+
+    def _compress_rows(self) -> None:
+        """The index rows gathered so far into the index's gzip stream (the array's elements, comma-separated)."""
+        if self._rows:
+            text = ("," if self._index_started else "") + ",".join(self._rows)
+            compressed = self._index.compress(text.encode("utf-8"))
+            if compressed:
+                self._index_spool.write(compressed)
+            self._index_started = True
+            self._rows, self._rows_size = [], 0
 
     def _close_chunk(self) -> None:
         if self._open is None:
             return
+        self._compress_pending()
         self._parts.append(self._open.flush())
         chunk = base64.b64encode(b"".join(self._parts))
         self._spool.write(chunk)
@@ -307,6 +340,7 @@ class EpisodePayload:
         pieces joined are the text of the whole)."""
         spool = self._index_spool
         if self._index is not None:  # the stream's end, once
+            self._compress_rows()
             spool.write(self._index.compress(b"]"))
             spool.write(self._index.flush())
             self._index = None
