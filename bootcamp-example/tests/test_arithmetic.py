@@ -43,6 +43,9 @@ from bootcamp_example.arithmetic import (
         ("2.5e2", 250),
         ("6 × 7 ÷ 2 − 1", 20),
         ("  7  ", 7),
+        ("007 * 2", 14),
+        ("\u0661 + 1", 2),  # a digit of another script, read as Python reads it
+        ("12345678901234567890 - 12345678901234567889", 1),
     ],
 )
 def test_evaluates_with_standard_precedence(expression: str, value: Fraction | int) -> None:

@@ -184,6 +184,40 @@ def test_calls_behind_a_stuck_one_in_its_batch_are_run_once_each():
     assert sorted(runs) == list(range(OFF_LOOP_BATCH * 10))  # none ran twice
 
 
+def _threads_of_calls_made_together(count: int, call_s: float) -> set[int]:
+    """The worker threads that ``count`` calls made at the same moment ran in, each taking ``call_s``; one such call
+    runs first, so the runner has seen how long they take."""
+    def call() -> int:
+        time.sleep(call_s)
+        return threading.get_ident()
+
+    async def main() -> list[int]:
+        await run_off_loop(call)
+        threads: list[int] = []
+
+        async def one() -> None:
+            threads.append(await run_off_loop(call))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(count):
+                group.start_soon(one)
+        return threads
+
+    threads = anyio.run(main)
+    assert len(threads) == count
+    return set(threads)
+
+
+def test_quick_calls_made_together_share_one_thread_hop():
+    # gathered: the first caller lets the others queue theirs before it takes its batch
+    assert len(_threads_of_calls_made_together(OFF_LOOP_BATCH, 0.0)) == 1
+
+
+def test_slow_calls_made_together_are_spread_over_the_threads():
+    # not gathered once the runner has seen they take long: a batch runs its calls one after the other
+    assert len(_threads_of_calls_made_together(4, 0.05)) == 4
+
+
 def test_a_coroutine_off_the_loop_cannot_block_it():
     async def blocking() -> str:
         RELEASE.wait(120)

@@ -259,6 +259,21 @@ def test_each_body_is_the_json_of_the_whole_request_however_the_history_changes(
         assert body == encode_json(expected)
 
 
+def test_the_tools_encoded_for_one_conversation_are_reused_by_others_only_while_the_same():
+    encoder = RequestEncoder(sent, capacity=8)
+    tools = [dict(TOOLS[0])]
+    for number in range(3):  # the engine hands every episode of a kind of record the same list
+        history = [{"role": "user", "content": f"task {number}"}]
+        assert json.loads(encoder.encode("m", history, tools, {}))["tools"] == tools
+    renamed = {"type": "function", "function": {**TOOLS[0]["function"], "name": "adder"}}
+    tools[0] = renamed  # the same list, another schema in it
+    assert json.loads(encoder.encode("m", [{"role": "user", "content": "next"}], tools, {}))["tools"] == [renamed]
+    tools.append(dict(TOOLS[0]))  # one more
+    assert json.loads(encoder.encode("m", [{"role": "user", "content": "last"}], tools, {}))["tools"] == tools
+    other = [dict(TOOLS[0])]  # an equal list of other objects
+    assert json.loads(encoder.encode("m", [{"role": "user", "content": "other"}], other, {}))["tools"] == other
+
+
 def test_the_conversations_remembered_are_bounded_and_a_forgotten_one_is_encoded_whole():
     encoder = RequestEncoder(sent, capacity=8)
     histories = [[{"role": "user", "content": f"task {number}"}] for number in range(100)]

@@ -51,6 +51,8 @@ def parse_number(text: str) -> Fraction:
 
 
 def _literal(text: str) -> Fraction:
+    if text.isdigit() and text.isascii():  # a whole number, most literals: no parsing of a decimal form
+        return Fraction(int(text))
     exponent = text.lower().partition("e")[2]
     if exponent and abs(int(exponent)) > MAX_EXPONENT:
         raise ExpressionError(f"exponent of {text} is out of range (at most {MAX_EXPONENT} in magnitude)")

@@ -10,6 +10,12 @@ abandoned: its caller gets :class:`OffLoopTimeout`, the thread is left to finish
 its result is dropped, the calls queued behind it in its batch go back to the queue, and a fresh worker takes the
 abandoned one's slot, so one stuck call never holds up the others.
 
+Quick calls are gathered: while the last batch's calls averaged under :data:`GATHER_BELOW_S` each, a driver lets the
+tasks that are ready run once before it takes its batch, so the calls they make go in the same thread hop. Without it
+a driver took what was waiting at once, and at concurrency 64 a hop carried about four calls (bench/bench_rollout.py
+(e1)); with it, about eight. Slow calls (a verifier that runs a program, say) are not gathered: a batch runs its calls
+one after the other, and those are better spread over the threads.
+
 Code already running in one of these workers (an interaction's ``generate_response`` that checks an answer with
 ``run_off_loop``) runs its calls inline: it is off the loop already, and its own limit covers them.
 """
@@ -27,7 +33,7 @@ from typing import Any, TypeVar
 import anyio
 import attrs
 
-__all__ = ["OFF_LOOP_BATCH", "OFF_LOOP_THREADS", "OFF_LOOP_TIMEOUT_S", "OffLoopTimeout", "run_coroutine_off_loop",
+__all__ = ["GATHER_BELOW_S", "OFF_LOOP_BATCH", "OFF_LOOP_THREADS", "OFF_LOOP_TIMEOUT_S", "OffLoopTimeout", "run_coroutine_off_loop",
            "run_off_loop"]
 
 T = TypeVar("T")
@@ -37,6 +43,8 @@ OFF_LOOP_BATCH = 8
 OFF_LOOP_THREADS = 8
 #: The limit of one call when its caller gives none (the rollout engine passes ``RolloutLimits.reward_timeout_s``).
 OFF_LOOP_TIMEOUT_S = 60.0
+#: A driver gathers quick calls (see above) while the last batch's calls took less than this each, on average.
+GATHER_BELOW_S = 0.002
 #: How often a driver looks at a call that started late in a batch which ran past its first limit (rare: the common
 #: path waits for the whole batch with a single deadline and no polling).
 _POLL_S = 0.05
@@ -66,6 +74,7 @@ class _Batch:
     abandoned: bool = False  # the driver stopped waiting: the thread starts no further job
     running: _Job | None = None
     started: float = 0.0  # time.monotonic() when ``running`` started
+    spent: float = 0.0  # seconds its calls took, together, once it has run to its end
 
 
 class _InWorker(threading.local):
@@ -86,6 +95,8 @@ class _OffLoop(threading.local):
     def __init__(self) -> None:
         self.pending: collections.deque[_Job] = collections.deque()
         self.drivers = 0
+        self.gathering = False  # a driver lets the ready tasks queue their calls before it takes its batch
+        self.call_s = 0.0  # what one call of the last batch run to its end took, on average
 
     def wake_next(self) -> None:
         """Hand driving to the next waiting job, so no job waits for a batch that nobody will start."""
@@ -99,7 +110,7 @@ class _OffLoop(threading.local):
         self.pending.append(job)
         try:
             while not job.done:
-                if not job.taken and self.drivers < OFF_LOOP_THREADS:
+                if not job.taken and self.drivers < OFF_LOOP_THREADS and not self.gathering:
                     await self._drive()
                 else:
                     job.waiter = anyio.Event()
@@ -114,11 +125,20 @@ class _OffLoop(threading.local):
         return job.result
 
     async def _drive(self) -> None:
-        batch = _Batch([self.pending.popleft() for _ in range(min(OFF_LOOP_BATCH, len(self.pending)))])
-        for taken in batch.jobs:
-            taken.taken = True
         self.drivers += 1
+        batch: _Batch | None = None
         try:
+            if self.call_s < GATHER_BELOW_S:
+                self.gathering = True  # calls made meanwhile wait for this batch instead of starting their own
+                try:
+                    await anyio.lowlevel.checkpoint()
+                finally:
+                    self.gathering = False
+            batch = _Batch([self.pending.popleft() for _ in range(min(OFF_LOOP_BATCH, len(self.pending)))])
+            for taken in batch.jobs:
+                taken.taken = True
+            if self.pending:  # more than one batch gathered: the next may start in another thread
+                self.wake_next()
             # Shielded, as a plain to_thread call is: a cancelled driver still sees its batch through (the other
             # jobs' callers wait on it), but never past the limits.
             with anyio.CancelScope(shield=True, deadline=anyio.current_time() + batch.jobs[0].limit_s) as scope:
@@ -126,9 +146,11 @@ class _OffLoop(threading.local):
             if scope.cancelled_caught:
                 with anyio.CancelScope(shield=True):
                     await self._overrun(batch)
+            else:
+                self.call_s = batch.spent / len(batch.jobs)
         finally:
             self.drivers -= 1
-            for other in batch.jobs:
+            for other in batch.jobs if batch is not None else ():
                 if other.waiter is not None:
                     other.waiter.set()
             self.wake_next()
@@ -156,6 +178,7 @@ class _OffLoop(threading.local):
 
 def _run_batch(batch: _Batch) -> None:
     _IN_WORKER.active = True
+    began = time.monotonic()
     try:
         for job in batch.jobs:
             with batch.lock:
@@ -171,6 +194,7 @@ def _run_batch(batch: _Batch) -> None:
                 batch.running = None
                 if not job.done:  # else it timed out meanwhile: its caller has gone on, the result is dropped
                     job.result, job.error, job.done = result, error, True
+        batch.spent = time.monotonic() - began
     finally:
         _IN_WORKER.active = False
 
