@@ -218,6 +218,35 @@ def test_slow_calls_made_together_are_spread_over_the_threads():
     assert len(_threads_of_calls_made_together(4, 0.05)) == 4
 
 
+def test_a_slow_call_among_quick_ones_gives_back_the_calls_behind_it():
+    # gathered with quick calls, a call that waits for the others holds its batch past the budget: the calls behind it
+    # go back to the queue and run in another thread, so it can see them done (else it times out, and they wait)
+    done: list[str] = []
+
+    async def main() -> None:
+        await run_off_loop(lambda: None)  # the runner has seen quick calls: the next ones are gathered
+
+        async def quick(number: int) -> None:
+            await run_off_loop(lambda: None)
+            done.append(f"quick {number}")
+            if len(done) == 20:
+                RELEASE.set()
+
+        async def slow() -> None:
+            waited = await run_off_loop(lambda: RELEASE.wait(5), timeout_s=10)
+            done.append(f"slow, released: {waited}")
+
+        async with anyio.create_task_group() as group:
+            for number in range(20):
+                if number == 3:
+                    group.start_soon(slow)
+                group.start_soon(quick, number)
+
+    anyio.run(main)
+    assert len(done) == 21
+    assert done[-1] == "slow, released: True"
+
+
 def test_a_coroutine_off_the_loop_cannot_block_it():
     async def blocking() -> str:
         RELEASE.wait(120)

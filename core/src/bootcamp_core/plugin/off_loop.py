@@ -11,10 +11,13 @@ its result is dropped, the calls queued behind it in its batch go back to the qu
 abandoned one's slot, so one stuck call never holds up the others.
 
 Quick calls are gathered: while the last batch's calls averaged under :data:`GATHER_BELOW_S` each, a driver lets the
-tasks that are ready run once before it takes its batch, so the calls they make go in the same thread hop. Without it
-a driver took what was waiting at once, and at concurrency 64 a hop carried about four calls (bench/bench_rollout.py
-(e1)); with it, about eight. Slow calls (a verifier that runs a program, say) are not gathered: a batch runs its calls
-one after the other, and those are better spread over the threads.
+tasks that are ready run once before it takes its batch, so the calls they make go in the same thread hop, up to
+:data:`GATHERED_BATCH` of them. A thread hop is dear where waking a thread is (a virtual machine's processors): at
+concurrency 64, bench/bench_rollout.py (e1) measured about four calls a hop without gathering, and the client CPU per
+request fell by about 5% with eight calls a hop and by about 9% more with up to 64. A gathered batch still running
+after :data:`GATHERED_BUDGET_S` gives the calls it has not started back to the queue, so a slow call among quick ones
+holds the others up no longer than that. Slow calls (a verifier that runs a program, say) are not gathered: a batch of
+them holds at most :data:`OFF_LOOP_BATCH`, and they are better spread over the threads.
 
 Code already running in one of these workers (an interaction's ``generate_response`` that checks an answer with
 ``run_off_loop``) runs its calls inline: it is off the loop already, and its own limit covers them.
@@ -33,8 +36,8 @@ from typing import Any, TypeVar
 import anyio
 import attrs
 
-__all__ = ["GATHER_BELOW_S", "OFF_LOOP_BATCH", "OFF_LOOP_THREADS", "OFF_LOOP_TIMEOUT_S", "OffLoopTimeout", "run_coroutine_off_loop",
-           "run_off_loop"]
+__all__ = ["GATHERED_BATCH", "GATHERED_BUDGET_S", "GATHER_BELOW_S", "OFF_LOOP_BATCH", "OFF_LOOP_THREADS",
+           "OFF_LOOP_TIMEOUT_S", "OffLoopTimeout", "run_coroutine_off_loop", "run_off_loop"]
 
 T = TypeVar("T")
 
@@ -43,8 +46,11 @@ OFF_LOOP_BATCH = 8
 OFF_LOOP_THREADS = 8
 #: The limit of one call when its caller gives none (the rollout engine passes ``RolloutLimits.reward_timeout_s``).
 OFF_LOOP_TIMEOUT_S = 60.0
-#: A driver gathers quick calls (see above) while the last batch's calls took less than this each, on average.
+#: A driver gathers quick calls (see above) while the last batch's calls took less than this each, on average,
+#: up to this many a batch, and gives back those a gathered batch has not started after this many seconds.
 GATHER_BELOW_S = 0.002
+GATHERED_BATCH = 64
+GATHERED_BUDGET_S = 0.1
 #: How often a driver looks at a call that started late in a batch which ran past its first limit (rare: the common
 #: path waits for the whole batch with a single deadline and no polling).
 _POLL_S = 0.05
@@ -63,6 +69,8 @@ class _Job:
     taken: bool = False  # in a batch that some caller is driving
     done: bool = False
     waiter: Any = None  # an anyio.Event while the job's caller waits without driving a batch
+    batch: Any = None  # the batch that took it
+    orphaned: bool = False  # its batch's driver stopped waiting while it ran: its own caller waits for it
 
 
 @attrs.define(eq=False)
@@ -110,8 +118,10 @@ class _OffLoop(threading.local):
         self.pending.append(job)
         try:
             while not job.done:
-                if not job.taken and self.drivers < OFF_LOOP_THREADS and not self.gathering:
-                    await self._drive()
+                if job.orphaned:
+                    await _wait_for(job)
+                elif not job.taken and self.drivers < OFF_LOOP_THREADS and not self.gathering:
+                    await self._drive(job)
                 else:
                     job.waiter = anyio.Event()
                     await job.waiter.wait()
@@ -124,28 +134,32 @@ class _OffLoop(threading.local):
             raise job.error
         return job.result
 
-    async def _drive(self) -> None:
+    async def _drive(self, own: _Job) -> None:
         self.drivers += 1
         batch: _Batch | None = None
         try:
+            size, budget = OFF_LOOP_BATCH, None
             if self.call_s < GATHER_BELOW_S:
                 self.gathering = True  # calls made meanwhile wait for this batch instead of starting their own
                 try:
                     await anyio.lowlevel.checkpoint()
                 finally:
                     self.gathering = False
-            batch = _Batch([self.pending.popleft() for _ in range(min(OFF_LOOP_BATCH, len(self.pending)))])
+                size, budget = GATHERED_BATCH, GATHERED_BUDGET_S
+            batch = _Batch([self.pending.popleft() for _ in range(min(size, len(self.pending)))])
             for taken in batch.jobs:
-                taken.taken = True
+                taken.taken, taken.batch = True, batch
             if self.pending:  # more than one batch gathered: the next may start in another thread
                 self.wake_next()
             # Shielded, as a plain to_thread call is: a cancelled driver still sees its batch through (the other
-            # jobs' callers wait on it), but never past the limits.
-            with anyio.CancelScope(shield=True, deadline=anyio.current_time() + batch.jobs[0].limit_s) as scope:
+            # jobs' callers wait on it), but never past the limits (nor, gathered, past the budget: see _overrun).
+            limit = batch.jobs[0].limit_s if budget is None else min(batch.jobs[0].limit_s, budget)
+            with anyio.CancelScope(shield=True, deadline=anyio.current_time() + limit) as scope:
                 await anyio.to_thread.run_sync(_run_batch, batch, abandon_on_cancel=True)
             if scope.cancelled_caught:
                 with anyio.CancelScope(shield=True):
-                    await self._overrun(batch)
+                    await self._overrun(batch, own)
+                self.call_s = max(self.call_s, GATHER_BELOW_S)  # a call took long: the next batch is not gathered
             else:
                 self.call_s = batch.spent / len(batch.jobs)
         finally:
@@ -155,25 +169,41 @@ class _OffLoop(threading.local):
                     other.waiter.set()
             self.wake_next()
 
-    async def _overrun(self, batch: _Batch) -> None:
-        """The batch ran past its first job's limit: stop it, time out the job past its own limit, requeue the rest."""
+    async def _overrun(self, batch: _Batch, own: _Job) -> None:
+        """The batch ran past its first job's limit (or its budget): stop it and requeue the jobs it has not started.
+        The job running goes on in its thread; its caller waits for it, timing it out past its own limit: this driver,
+        when it is its own job, else that job's own caller (so no caller waits for another's slow call)."""
         with batch.lock:
             batch.abandoned = True
-            running, started = batch.running, batch.started
+            running = batch.running
             requeue = [job for job in batch.jobs if not job.done and job is not running]
         for job in reversed(requeue):  # never started: back to the front of the queue, in order
             job.taken = False
             self.pending.appendleft(job)
-        while running is not None:
-            left = started + running.limit_s - time.monotonic()
-            with batch.lock:
-                if running.done:
-                    return
-                if left <= 0:
-                    running.error = OffLoopTimeout(f"took longer than {running.limit_s:g} s and was abandoned")
-                    running.done = True
-                    return
-            await anyio.sleep(min(left, _POLL_S))
+        if requeue:  # their callers may drive them in other threads meanwhile
+            self.wake_next()
+        if running is None:
+            return
+        if running is own:
+            await _wait_for(running)
+        else:
+            running.orphaned = True
+            if running.waiter is not None:
+                running.waiter.set()
+
+
+async def _wait_for(job: _Job) -> None:
+    """Wait for a job its batch's driver no longer waits for: done, or timed out once past its own limit."""
+    while True:
+        with job.batch.lock:
+            if job.done:
+                return
+            left = job.batch.started + job.limit_s - time.monotonic()
+            if left <= 0:
+                job.error = OffLoopTimeout(f"took longer than {job.limit_s:g} s and was abandoned")
+                job.done = True
+                return
+        await anyio.sleep(min(left, _POLL_S))
 
 
 def _run_batch(batch: _Batch) -> None:
