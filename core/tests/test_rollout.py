@@ -457,6 +457,36 @@ def test_many_concurrent_episodes_are_all_scored_and_cancelled_ones_do_not_stall
     assert len(results) == 60 and all(result.score == 1.0 and result.success for result in results)
 
 
+def test_episodes_leave_no_reference_cycles_behind(registry):
+    # What an episode makes is freed by reference counting as soon as it is done with, the off-loop runner's jobs and
+    # batches included: what is left in cycles waits for the garbage collector, whose passes cost a long run CPU.
+    import gc
+
+    async def one() -> None:
+        policy = Scripted(tools_turn(call("counter", {"seconds": 0}), call("sleepy", {"tag": "a"})), answer("41"),
+                          answer("42"))
+        result = await run_episode(record(), policy, registry=registry)
+        assert result.score == 1.0
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for _ in range(32):  # at once, so the interaction's and the reward's calls share thread hops
+                group.start_soon(one)
+
+    anyio.run(main)  # what is built once (plans, worker threads) is built here
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        anyio.run(main)
+        gc.collect()
+        left = sorted({f"{type(value).__module__}.{type(value).__qualname__}" for value in gc.garbage
+                       if str(getattr(value, "__module__", type(value).__module__)).startswith("bootcamp_core")})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert left == []
+
+
 # ------------------------------------------------------------------------------------ one tool call, as verl makes it
 def test_execute_tool_sorts_the_models_mistakes_from_infrastructure_failures():
     from bootcamp_core.episode.tool_calls import execute_tool

@@ -69,8 +69,9 @@ class _Job:
     taken: bool = False  # in a batch that some caller is driving
     done: bool = False
     waiter: Any = None  # an anyio.Event while the job's caller waits without driving a batch
-    batch: Any = None  # the batch that took it
-    orphaned: bool = False  # its batch's driver stopped waiting while it ran: its own caller waits for it
+    # the batch whose driver stopped waiting while this job ran, so its own caller waits for it; set only then, as the
+    # reference makes a cycle (the batch holds its jobs) that only the garbage collector would free
+    orphaned: Any = None
 
 
 @attrs.define(eq=False)
@@ -118,8 +119,9 @@ class _OffLoop(threading.local):
         self.pending.append(job)
         try:
             while not job.done:
-                if job.orphaned:
-                    await _wait_for(job)
+                if job.orphaned is not None:
+                    batch, job.orphaned = job.orphaned, None
+                    await _wait_for(job, batch)
                 elif not job.taken and self.drivers < OFF_LOOP_THREADS and not self.gathering:
                     await self._drive(job)
                 else:
@@ -148,7 +150,7 @@ class _OffLoop(threading.local):
                 size, budget = GATHERED_BATCH, GATHERED_BUDGET_S
             batch = _Batch([self.pending.popleft() for _ in range(min(size, len(self.pending)))])
             for taken in batch.jobs:
-                taken.taken, taken.batch = True, batch
+                taken.taken = True
             if self.pending:  # more than one batch gathered: the next may start in another thread
                 self.wake_next()
             # Shielded, as a plain to_thread call is: a cancelled driver still sees its batch through (the other
@@ -185,20 +187,20 @@ class _OffLoop(threading.local):
         if running is None:
             return
         if running is own:
-            await _wait_for(running)
+            await _wait_for(running, batch)
         else:
-            running.orphaned = True
+            running.orphaned = batch
             if running.waiter is not None:
                 running.waiter.set()
 
 
-async def _wait_for(job: _Job) -> None:
+async def _wait_for(job: _Job, batch: _Batch) -> None:
     """Wait for a job its batch's driver no longer waits for: done, or timed out once past its own limit."""
     while True:
-        with job.batch.lock:
+        with batch.lock:
             if job.done:
                 return
-            left = job.batch.started + job.limit_s - time.monotonic()
+            left = batch.started + job.limit_s - time.monotonic()
             if left <= 0:
                 job.error = OffLoopTimeout(f"took longer than {job.limit_s:g} s and was abandoned")
                 job.done = True
