@@ -188,7 +188,8 @@ def _threads_of_calls_made_together(count: int, call_s: float) -> set[int]:
     """The worker threads that ``count`` calls made at the same moment ran in, each taking ``call_s``; one such call
     runs first, so the runner has seen how long they take."""
     def call() -> int:
-        time.sleep(call_s)
+        if call_s:  # a quick call does not sleep: time.sleep(0) yields the processor, maybe for milliseconds
+            time.sleep(call_s)
         return threading.get_ident()
 
     async def main() -> list[int]:
@@ -209,8 +210,14 @@ def _threads_of_calls_made_together(count: int, call_s: float) -> set[int]:
 
 
 def test_quick_calls_made_together_share_one_thread_hop():
-    # gathered: the first caller lets the others queue theirs before it takes its batch
-    assert len(_threads_of_calls_made_together(OFF_LOOP_BATCH, 0.0)) == 1
+    # gathered: the first caller lets the others queue theirs before it takes its batch. The runner goes by how long
+    # the last batch took on the clock, and on a loaded machine the system may set its thread aside for milliseconds,
+    # making the next batch ungathered; so one of three tries must share one thread (ungathered, each of the calls
+    # drives a batch of its own: eight threads every time)
+    spreads = []
+    while len(spreads) < 3 and 1 not in spreads:
+        spreads.append(len(_threads_of_calls_made_together(OFF_LOOP_BATCH, 0.0)))
+    assert spreads[-1] == 1, f"threads used by {OFF_LOOP_BATCH} quick calls made together, try by try: {spreads}"
 
 
 def test_slow_calls_made_together_are_spread_over_the_threads():
