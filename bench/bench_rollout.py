@@ -21,7 +21,8 @@ Every number is printed next to a baseline measured in the same run, and the tar
     end, >= 3x the bare loop's turns/s at concurrency 64;
 (f) the client alone: the bare loop with ``OpenAIPolicy`` in place of the SDK's call, 1 and 40 tool turns: CPU
     per request flat in the length of the history (each message is encoded once, its bytes reused by later turns),
-    the calculator's own work left out (it runs once a request at 40 tool turns, once in two at 1); the same over
+    the calculator's own work left out (it runs once a request at 40 tool turns, once in two at 1), plain http's
+    runs alternated (1 40 40 1 tool turns) so that a drift in the machine's speed weighs on both; the same over
     HTTPS (the scripted server with a certificate of the bench's own CA, trusted through ``SSL_CERT_FILE``) and
     through the SDK's raw post (the path of proxies and ``client="sdk"``).
 
@@ -384,17 +385,23 @@ def end_to_end(args, records: list[dict], scale: int, registry) -> None:
             for client, path, url in (("auto", "lean HTTP client (plain http)", base_url),
                                       ("https", "lean HTTP client (https)", tls_url),
                                       ("sdk", "SDK's raw post (proxies, sdk)", base_url)):
-                for count in (1, 40):
+                # the verdict's figures (plain http) in runs alternated 1 40 40 1, so that a drift in the machine's
+                # speed weighs on both lengths alike; the others once each (informational)
+                totals = {count: [0.0] * 4 for count in (1, 40)}  # wall, CPU, requests, the tool's CPU
+                for count in (1, 40, 40, 1) if client == "auto" else (1, 40):
                     episodes = max(64, 2000 * scale // (count + 1))
                     tool_cpu = [0.0]
                     wall, cpu, turns = measure("policy-only", lambda episodes=episodes, count=count, url=url,
                                                client=client, tool_cpu=tool_cpu: bare_http(
                                                    records[:episodes], url, 64, f"stub-t{count}", policy_only=True,
                                                    client="sdk" if client == "sdk" else "auto", tool_cpu=tool_cpu))
-                    alone[client, count] = (cpu - tool_cpu[0]) / turns * 1e3
-                    print(f"{path:<30}, {count:>2} tool turns/episode: {turns} requests, {turns / wall:7,.0f} "
+                    for at, value in enumerate((wall, cpu, turns, tool_cpu[0])):
+                        totals[count][at] += value
+                for count, (wall, cpu, turns, tool) in totals.items():
+                    alone[client, count] = (cpu - tool) / turns * 1e3
+                    print(f"{path:<30}, {count:>2} tool turns/episode: {turns:.0f} requests, {turns / wall:7,.0f} "
                           f"turns/s, {alone[client, count]:.3f} ms CPU/request without the tool's "
-                          f"{tool_cpu[0] / turns * 1e3:.3f} (the bare loop with the SDK's create over plain http, tool "
+                          f"{tool / turns * 1e3:.3f} (the bare loop with the SDK's create over plain http, tool "
                           f"included: {by_length[count]['bare_cpu']:.3f} ms)")
         print(f"(f) https through the lean client (informational): {alone['https', 1]:.3f} ms CPU/request at 1 tool "
               f"turn, {alone['https', 1] / alone['auto', 1]:.2f}x plain http's, "

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 import time
 
-__all__ = ["python_speed"]
+__all__ = ["parallel_capacity", "python_speed"]
 
 
 def _loop() -> float:
@@ -48,3 +50,33 @@ def python_speed() -> str:
     objects = min(_objects(items, order, sample) for _ in range(3))
     return (f"machine: a tight Python loop takes {loop:.2f} s of CPU, a walk over 300,000 objects and JSON "
             f"{objects:.2f} s (informational: this machine's speed now, which moves every absolute CPU figure)")
+
+
+#: The fixed work of :func:`parallel_capacity`'s processes: a tight loop of this many additions (about 1 s).
+_CAPACITY_LOOP = 20_000_000
+
+
+def _processes_at_once(count: int) -> float:
+    """Wall seconds for ``count`` fresh processes, started together, to each run the same tight loop."""
+    started = time.perf_counter()
+    children = [subprocess.Popen([sys.executable, "-c", f"total = 0\nfor number in range({_CAPACITY_LOOP}): "
+                                  "total += number"]) for _ in range(count)]
+    for child in children:
+        child.wait()
+    return time.perf_counter() - started
+
+
+def parallel_capacity() -> float:
+    """How many processes' worth of work this machine does at once with two of them busy: one process's wall time
+    for a fixed tight loop, twice, over two processes' running it side by side (2.0 on two free cores). Runs 1 2 2 1
+    processes, so a drift in the machine's speed weighs on both sides. A shared virtual machine's second processor
+    may give less than a whole one (from 1.15 to 2.09 within a quarter hour on the machine these benchmarks were
+    written on), and no process pool can do better than this ceiling."""
+    alone = together = 0.0
+    for count in (1, 2, 2, 1):
+        seconds = _processes_at_once(count)
+        if count == 1:
+            alone += seconds
+        else:
+            together += seconds
+    return 2 * alone / together
