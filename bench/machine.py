@@ -59,8 +59,8 @@ _CAPACITY_LOOP = 20_000_000
 def _processes_at_once(count: int) -> float:
     """Wall seconds for ``count`` fresh processes, started together, to each run the same tight loop."""
     started = time.perf_counter()
-    children = [subprocess.Popen([sys.executable, "-c", f"total = 0\nfor number in range({_CAPACITY_LOOP}): "
-                                  "total += number"]) for _ in range(count)]
+    loop = f"total = 0\nfor number in range({_CAPACITY_LOOP}): total += number"
+    children = [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(count)]
     for child in children:
         child.wait()
     return time.perf_counter() - started
