@@ -3,14 +3,15 @@
 Every number is printed next to its baseline, measured in the same run:
 
 - CPU per episode outside the engine: bootcamp-example's level-1 tasks played by its reference agents
-  (``policy="reference"``, so no HTTP at all) through :func:`bootcamp_core.evaluate.run.evaluate` — reading and
-  checking the dataset, writing results.jsonl crash-safely, the statistics, summary and report — less the same
-  episodes through ``run_episode`` alone at the same concurrency, over the episodes (median of three runs each, in
-  fresh processes, the three kinds of run alternated and each in turn first in its round; target <= 0.3 ms), and the same with an API key set, which every line is kept free of
-  (informational: the cost of masking in a run against an endpoint). Each process first runs the same call on 64
-  episodes, so what is measured is the cost per episode, not the one-time start of a process (importing and
-  compiling modules, which without a bytecode cache costs as much as a few hundred episodes); that start is printed
-  apart (informational);
+  (``policy="reference"``, so no HTTP at all) through :func:`bootcamp_core.evaluate.run.run_evaluation` — reading
+  and checking the dataset, writing results.jsonl crash-safely, the statistics, summary and report — less the same
+  episodes through ``run_episode`` alone at the same concurrency, set up as ``run_evaluation`` sets its episodes up
+  (its event loop, the heap frozen: :mod:`bootcamp_core.plugin.runtime`), over the episodes (median of three runs
+  each, in fresh processes, the three kinds of run alternated and each in turn first in its round; target <= 0.3
+  ms), and the same with an API key set, which every line is kept free of (informational: the cost of masking in a
+  run against an endpoint). Each process first runs the same call on 64 episodes, so what is measured is the cost
+  per episode, not the one-time start of a process (importing and compiling modules, which without a bytecode
+  cache costs as much as a few hundred episodes); that start is printed apart (informational);
 - peak memory: peak RSS of a fresh process evaluating 2,000 and 100,000 episodes (``--memory-episodes``: any
   sizes, 1,000,000 included, about 20 minutes on two cores), while the episodes run, are written and the
   statistics are computed, before summary.json and the report are written (target: flat, growth under 0.1 KB per
@@ -64,11 +65,11 @@ if mode == "eval-memory":  # the peak before the summary files (the report) are 
 
 
 def run_eval(dataset, out):
-    from bootcamp_core.evaluate.run import EvalConfig, evaluate
+    from bootcamp_core.evaluate.run import EvalConfig, run_evaluation
     # "eval-key": as a run against an endpoint, with an API key the results must never show (masked)
     config = EvalConfig(dataset_path=dataset, output_dir=out, policy="reference", max_concurrent={concurrency},
                         overwrite=True, api_key="sk-bench-0123456789abcdef" if mode == "eval-key" else None)
-    summary = anyio.run(lambda: evaluate(config, registry=registry, progress=False))
+    summary = run_evaluation(config, registry=registry, progress=False)  # as bootcamp eval runs it
     assert summary["overall"]["solved"] == summary["this_run"]["episodes"], "the reference agents must solve all"
     return summary["this_run"]["episodes"]
 
@@ -95,7 +96,10 @@ def run_engine(dataset, out):
                 group.start_soon(worker, receive.clone())
             receive.close()
 
-    anyio.run(main)
+    # as run_evaluation sets its episodes up: the same event loop, the heap built before them frozen
+    from bootcamp_core.plugin.runtime import event_loop_options, frozen_heap
+    with frozen_heap():
+        anyio.run(main, backend_options=event_loop_options())
     return len(records)
 
 

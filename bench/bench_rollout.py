@@ -26,6 +26,10 @@ Every number is printed next to a baseline measured in the same run, and the tar
     HTTPS (the scripted server with a certificate of the bench's own CA, trusted through ``SSL_CERT_FILE``) and
     through the SDK's raw post (the path of proxies and ``client="sdk"``).
 
+Ours runs as ``bootcamp eval`` runs its episodes (``run_evaluation``: on uvloop where it is installed, the heap built
+before them frozen: ``bootcamp_core.plugin.runtime``); the baselines and (f) on the standard library's loop, as the
+original framework runs. ``BOOTCAMP_EVENT_LOOP=asyncio`` runs ours on the standard library's loop as well.
+
 The machine's other load moves every figure: turns/s above all (the server shares the cores), CPU per request less.
 Its speed moves the absolute ones: the run starts and ends with the CPU time of two fixed Python workloads
 (``bench/machine.py``), so runs can be compared across hours.
@@ -252,10 +256,15 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
-def measure(label: str, work) -> tuple[float, float, object]:
-    """(wall seconds, process CPU seconds, result) of ``anyio.run(work)``."""
+def measure(label: str, work, shipped: bool = False) -> tuple[float, float, object]:
+    """(wall seconds, process CPU seconds, result) of ``anyio.run(work)``; ``shipped``: set up as ``bootcamp eval``
+    sets its episodes up (``run_evaluation``: uvloop where installed, the heap built before them frozen), else on
+    the standard library's loop, as the baselines (the original framework's shape) run."""
+    from bootcamp_core.plugin.runtime import event_loop_options, frozen_heap
+
     wall, cpu = time.perf_counter(), time.process_time()
-    result = anyio.run(work)
+    with frozen_heap() if shipped else contextlib.nullcontext():
+        result = anyio.run(work, backend_options=event_loop_options() if shipped else {})
     return time.perf_counter() - wall, time.process_time() - cpu, result
 
 
@@ -296,7 +305,8 @@ def in_process(records: list[dict], registry) -> None:
     anyio.run(run_many, records[:50], ReferencePolicy(registry), 8, registry)  # warm-up: imports, component builds
     samples = []
     for _ in range(3):
-        wall, cpu, results = measure("engine", lambda: run_many(records, ReferencePolicy(registry), 64, registry))
+        wall, cpu, results = measure("engine", lambda: run_many(records, ReferencePolicy(registry), 64, registry),
+                                     shipped=True)
         turns = sum(result.assistant_turns for result in results)
         assert all(result.score == 1.0 for result in results), "the reference agent must solve every episode"
         samples.append((cpu / turns * 1e3, turns / wall, turns))
@@ -327,7 +337,7 @@ def side_by_side(records: list[dict], base_url: str, concurrency: int, registry,
         finally:
             await policy.aclose()
 
-    wall, cpu, results = measure(f"c={concurrency}", work)
+    wall, cpu, results = measure(f"c={concurrency}", work, shipped=True)
     turns = sum(result.assistant_turns for result in results)
     return {
         "episodes": len(results), "turns": turns, "rate": turns / wall, "episodes_per_s": len(results) / wall,
@@ -470,7 +480,7 @@ def the_storm(records: list[dict], scale: int, registry) -> None:
             finally:
                 await policy.aclose()
 
-        wall, _, results = measure("storm", storm_work)
+        wall, _, results = measure("storm", storm_work, shipped=True)
         solved = sum(result.score == 1.0 for result in results)
         failed = sum(not result.success for result in results)
         stats = policy.retry_stats.to_dict()

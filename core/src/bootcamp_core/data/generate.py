@@ -11,7 +11,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import errno
-import gc
 import glob
 import hashlib
 import json
@@ -50,6 +49,7 @@ from bootcamp_core.data.io import (
 from bootcamp_core.data.records import GeneratedSample, data_source_for
 from bootcamp_core.plugin.errors import BootcampError, ConfigError, GenerationError
 from bootcamp_core.plugin.loader import Registry, get_registry
+from bootcamp_core.plugin.runtime import frozen_heap
 
 logger = logging.getLogger("bootcamp_core")
 
@@ -604,6 +604,7 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
                 )
     _pool_registry = registry
     committed: set[tuple[int, str]] = set()
+    heap = contextlib.ExitStack()
     try:
         parts_dir.mkdir(exist_ok=True)  # inside the try: an interrupt from here on removes it again
         # fork: workers inherit the loaded plugins (and a registry passed in) instead of loading them again
@@ -611,7 +612,7 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
         context = multiprocessing.get_context("fork") if "fork" in methods else None
         # frozen objects are skipped by the children's garbage collector, which would otherwise touch (and so copy)
         # every page of the parent's heap
-        gc.freeze()
+        heap.enter_context(frozen_heap())
         # Ctrl-C / SIGTERM must not land while a worker is being forked (an interrupt inside fork's handlers
         # leaves a broken pool that never finishes): hold them until every worker exists; one that arrived
         # meanwhile is raised as the block ends, inside the try, so the pool is still shut down
@@ -660,7 +661,7 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
                 _record_files(reports[number], split, count, jsonl, parquet)
     finally:
         _pool_registry = None
-        gc.unfreeze()
+        heap.close()
         for key, join in joins.items():
             if key not in committed:
                 join.discard()

@@ -49,6 +49,9 @@ their last outcome is written (one line per episode). ``summary["this_run"]`` re
 invocation, their infrastructure errors after the re-runs and its share, whether it exceeds
 ``max_infra_error_rate`` (``too_many_infrastructure_errors``; ``bootcamp eval`` then exits 4), the re-runs, the
 retries, the time spent waiting before them and the lowest concurrency the endpoint's 429s brought the requests to.
+
+Speed: :func:`run_evaluation` (``bootcamp eval``) runs on uvloop where it is installed, and while the episodes run
+the garbage collector leaves alone what was alive before them (:mod:`bootcamp_core.plugin.runtime`).
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ from bootcamp_core.evaluate.secrets import MaskedLogs, Redactor, config_secrets,
 from bootcamp_core.evaluate.statistics import REPORT_NAME, SUMMARY_CSV, SUMMARY_JSON, Summary, write_summary
 from bootcamp_core.plugin.backends import tool_backend
 from bootcamp_core.plugin.errors import BootcampError, ConfigError, InfrastructureError
+from bootcamp_core.plugin.runtime import event_loop_options, frozen_heap
 
 __all__ = ["EvalConfig", "evaluate", "run_evaluation"]
 
@@ -389,7 +393,8 @@ async def _run(config: EvalConfig, registry: Any, policy: Any, components: dict,
     try:
         if runner is not None:  # its workers run the episodes and the policy's requests: as many at once as they take
             concurrent = await runner.start(config, components, public)
-        with Progress(stats, progress) as bar:
+        # what was alive before the episodes (modules, registry, policy) stays out of the collector's way
+        with frozen_heap(), Progress(stats, progress) as bar:
             episodes: Any = first_round()
             while True:
                 last_round = rounds_left == 0
@@ -503,5 +508,7 @@ def _finished_among(selected: DatasetSelection, finished: set[str], repeats: int
 
 
 def run_evaluation(config: EvalConfig, **kwargs: Any) -> dict:
-    """:func:`evaluate` from synchronous code (the same keyword arguments)."""
-    return anyio.run(lambda: evaluate(config, **kwargs))
+    """:func:`evaluate` from synchronous code (the same keyword arguments), on uvloop where it is installed
+    (:func:`~bootcamp_core.plugin.runtime.event_loop_options`; ``BOOTCAMP_EVENT_LOOP=asyncio`` picks the standard
+    library's loop)."""
+    return anyio.run(lambda: evaluate(config, **kwargs), backend_options=event_loop_options())
