@@ -58,6 +58,32 @@ def test_sigterm_removes_unfinished_files_and_keeps_finished_ones(tmp_path: Path
         assert finished.read_text() == "an earlier, complete file\n"
 
 
+def test_a_pool_worker_killed_mid_run_is_one_line_and_leaves_no_files(tmp_path: Path):
+    # the other worker may be waiting for the dead one's chunk to be written: the run must still end
+    out = tmp_path / "out"
+    out.mkdir()
+    finished = out / "example_train.jsonl"
+    finished.write_text("an earlier, complete file\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bootcamp_core.cli.main", "generate", "--bootcamp", "example", "--split-samples",
+         "train:2000000", "--max-workers", "2", "--output-dir", str(out), "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+    deadline = time.monotonic() + 60
+    while len(workers := children.read_text().split()) < 2 or not any(".tmp-" in p.name for p in out.iterdir()):
+        assert time.monotonic() < deadline and process.poll() is None, "the pool never started"
+        time.sleep(0.05)
+    time.sleep(0.5)  # both busy with their first chunks
+    os.kill(int(workers[-1]), signal.SIGKILL)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1, stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "worker process died" in errors[0] and "Traceback" not in stderr, stderr
+    assert sorted(path.name for path in out.iterdir()) == ["example_train.jsonl"]
+    assert finished.read_text() == "an earlier, complete file\n"
+
+
 def test_an_output_dir_that_is_a_file_is_a_clear_error(tmp_path: Path):
     blocker = tmp_path / "afile"
     blocker.write_text("x")

@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from bootcamp_core import (
 )
 from bootcamp_core.cli.main import main
 from bootcamp_core.data.config import allocate, load_instruction_config, parse_instruction_config
-from bootcamp_core.data.generate import config_for_bootcamp, generate, iter_records
+from bootcamp_core.data.generate import config_for_bootcamp, generate, generate_many, iter_records
 from bootcamp_core.data.io import PARQUET_BATCH_ROWS, read_jsonl, read_parquet
 from bootcamp_core.data.records import GeneratedSample
 from bootcamp_core.plugin.loader import Registry
@@ -110,6 +111,22 @@ class FlakyGenerator(TaskGenerator):
         return f"Repeat {identity['n']}."
 
 
+class SlowGenerator(TaskGenerator):
+    """Waits ``delay_s`` before each draw, then raises if ``fail``."""
+
+    name = "slow"
+    reward = "exact"
+
+    def case_generator(self, rng):
+        time.sleep(self.config.get("delay_s", 0.0))
+        if self.config.get("fail"):
+            raise RuntimeError("the slow generator's bug")
+        return {"n": rng.randint(0, 10**9)}
+
+    def prompt_func(self, identity, rng):
+        return f"Repeat {identity['n']}."
+
+
 class ListGenerator(TaskGenerator):
     name = "wrong_type"
     reward = "exact"
@@ -162,6 +179,7 @@ class ProbePlugin:
         register(BrokenGenerator)
         register(FlakyGenerator)
         register(ListGenerator)
+        register(SlowGenerator)
 
     @hookimpl
     def bootcamp_register_rewards(self, register):
@@ -255,6 +273,44 @@ def test_worker_count_never_changes_a_byte(tmp_path: Path, example_registry: Reg
     assert list(read_parquet(tmp_path / "two" / "small_train.parquet")) == records(
         tmp_path / "two" / "small_train.jsonl"
     )
+
+
+def slow_first_config(name: str, first: dict, splits: str = "train:400,test:40"):
+    """A config whose first group, the first rows of every split (unshuffled), is ``probe/slow`` with ``first``."""
+    return parse_instruction_config(
+        {"instruction_generators": {"first": {"class_name": "probe/slow", "config": first, "generation_ratio": 1},
+                                    "rest": {"class_name": "probe/slow", "generation_ratio": 9}},
+         "global_config": {"default_seed": 5}},
+        name=name, overrides={"split_samples": splits},
+    )
+
+
+def test_pool_chunks_that_finish_before_the_chunks_ahead_of_them_are_joined_in_order(
+    tmp_path: Path, mixed_registry: Registry
+):
+    # the first group fills the first chunk of each split (400 rows: 8 chunks of 50), which takes about a second:
+    # every later chunk finishes first, and is joined only after it
+    config = slow_first_config("slow", {"delay_s": 0.02})
+    generate(config, tmp_path / "one", registry=mixed_registry)
+    two = generate(config, tmp_path / "two", max_workers=2, registry=mixed_registry)
+    assert two.counts == {"train": 400, "test": 40}
+    assert files_of(tmp_path / "one") == files_of(tmp_path / "two")
+
+
+def test_a_pool_chunk_that_fails_after_the_chunks_behind_it_leaves_nothing_of_its_config(
+    tmp_path: Path, mixed_registry: Registry
+):
+    # the first chunk of each split of "failing" raises (after five tries, 0.1 s), when its later chunks are done and
+    # wait to be joined: none of them may be kept, and the other config must be written whole
+    failing = slow_first_config("failing", {"delay_s": 0.02, "fail": True})
+    fine = slow_first_config("fine", {}, splits="train:300,test:30")
+    out = tmp_path / "out"
+    reports = generate_many([failing, fine], out, max_workers=2, continue_on_error=True, registry=mixed_registry)
+    assert reports[0].error is not None and "the slow generator's bug" in reports[0].error
+    assert reports[1].error is None and reports[1].counts == {"train": 300, "test": 30}
+    assert sorted(path.name for path in out.iterdir()) == ["fine_test.jsonl", "fine_train.jsonl"]
+    generate(fine, tmp_path / "alone", registry=mixed_registry)
+    assert files_of(out) == files_of(tmp_path / "alone")
 
 
 def test_a_split_does_not_depend_on_the_size_of_other_splits(tmp_path: Path, example_registry: Registry):

@@ -23,6 +23,7 @@ import signal
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -629,6 +630,10 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
                     job = futures[future]
                     error = future.exception()
                     number = job[0]
+                    if isinstance(error, BrokenProcessPool):
+                        error = GenerationError(
+                            "a generation worker process died (killed, or out of memory) while writing; nothing of the "
+                            "unfinished configs is kept: run again (with fewer --max-workers if memory is short)")
                     if error is None and number not in failed:
                         try:
                             joins[number, job[2]].part_done(job[7])
