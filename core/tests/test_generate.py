@@ -6,7 +6,10 @@ never depend on shuffling, the worker count or the sizes of other splits.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import multiprocessing
+import os
 import re
 import subprocess
 import sys
@@ -112,7 +115,11 @@ class FlakyGenerator(TaskGenerator):
 
 
 class SlowGenerator(TaskGenerator):
-    """Waits ``delay_s`` before each draw, then raises if ``fail``."""
+    """Waits ``delay_s`` before each draw, then raises if ``fail``.
+
+    With ``wait_for`` (a path) each draw first waits until that file exists, and raises if it has not appeared in
+    ``timeout_s``; with ``log`` (a path) each draw appends there the JSONL files its process has open for writing (the
+    file its row goes into)."""
 
     name = "slow"
     reward = "exact"
@@ -121,6 +128,21 @@ class SlowGenerator(TaskGenerator):
         time.sleep(self.config.get("delay_s", 0.0))
         if self.config.get("fail"):
             raise RuntimeError("the slow generator's bug")
+        if "wait_for" in self.config:
+            waited = Path(self.config["wait_for"])
+            deadline = time.monotonic() + self.config.get("timeout_s", 10.0)
+            while not waited.exists():
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{waited} never appeared")
+                time.sleep(0.005)
+        if "log" in self.config:
+            folder = Path("/proc/self/fd")
+            open_files = []
+            for descriptor in folder.iterdir():
+                with contextlib.suppress(OSError):
+                    open_files.append(os.readlink(descriptor))
+            with open(self.config["log"], "a", encoding="utf-8") as log:
+                log.write(json.dumps([name for name in open_files if ".jsonl" in name]) + "\n")
         return {"n": rng.randint(0, 10**9)}
 
     def prompt_func(self, identity, rng):
@@ -311,6 +333,80 @@ def test_a_pool_chunk_that_fails_after_the_chunks_behind_it_leaves_nothing_of_it
     assert sorted(path.name for path in out.iterdir()) == ["fine_test.jsonl", "fine_train.jsonl"]
     generate(fine, tmp_path / "alone", registry=mixed_registry)
     assert files_of(out) == files_of(tmp_path / "alone")
+
+
+def test_pool_progress_comes_as_each_chunk_ends_while_others_still_run(tmp_path: Path, mixed_registry: Registry):
+    # the split's first chunk waits until progress has been reported: the parent must report (and join) each chunk as
+    # it ends, not once every chunk has ended
+    go = tmp_path / "first progress"
+    config = slow_first_config("waiting", {"wait_for": str(go), "timeout_s": 3.0}, splits="train:400")
+    reported = []
+
+    def progress(rows: int) -> None:
+        reported.append(rows)
+        go.touch()
+
+    two = generate(config, tmp_path / "two", max_workers=2, registry=mixed_registry, progress=progress)
+    assert two.counts == {"train": 400}
+    assert sorted(reported) == [50] * 8
+    generate(config, tmp_path / "one", registry=mixed_registry)
+    assert files_of(tmp_path / "one") == files_of(tmp_path / "two")
+
+
+def test_pool_workers_write_chunks_straight_into_the_split_files(tmp_path: Path, mixed_registry: Registry):
+    # two configs of one split each, two workers: a worker goes through a split of its own, each chunk written where it
+    # ends up (the split's file), not to a part file copied after it; only a chunk taken from the end of the other
+    # worker's split is a part, so more than half of the rows, and all of them when both keep pace, go straight in
+    log = tmp_path / "written-to.log"
+    configs = [
+        parse_instruction_config(
+            {"instruction_generators": {"all": {"class_name": "probe/slow", "config": {"log": str(log)}}},
+             "global_config": {"default_seed": seed}},
+            name=name, overrides={"split_samples": "train:400"})
+        for seed, name in enumerate(["first", "second"])
+    ]
+    out = tmp_path / "two"
+    generate_many(configs, out, max_workers=2, registry=mixed_registry)
+    rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 800 and all(len(files) == 1 for files in rows)
+    straight = [files[0] for files in rows if Path(files[0]).parent == out]
+    assert {Path(name).name.split(".tmp-")[0] for name in straight} <= {"first_train.jsonl", "second_train.jsonl"}
+    assert len(straight) > len(rows) / 2
+    log.unlink()
+    generate_many(configs, tmp_path / "one", registry=mixed_registry)
+    assert files_of(tmp_path / "one") == files_of(out)
+
+
+def test_pool_workers_take_the_largest_chunks_first_each_going_through_a_split_of_its_own():
+    from bootcamp_core.data.generate import _Claims, _PoolSplit
+
+    config = parse_instruction_config({"instruction_generators": {"all": {"class_name": "probe/slow"}}}, name="c")
+    splits = [_PoolSplit(number, config, split, count, chunk, Path(f"{number}"), Path(f"{number}.tmp"), Path("parts"))
+              for number, split, count, chunk in [(0, "train", 800, 100), (1, "train", 790, 100), (2, "test", 80, 10)]]
+    first = _Claims.create(multiprocessing.get_context(), splits)
+    second = _Claims(first.shared, splits)  # another worker's view of the same shared claims
+
+    def write(claims: _Claims) -> tuple[int, int, bool]:
+        taken = claims.take()
+        assert taken is not None
+        key, index, straight = taken
+        if straight:
+            claims.set_joined(key, index + 1)
+        return taken
+
+    assert write(first) == (0, 0, True)  # of equal chunks, the first split; a split of its own each
+    assert write(second) == (1, 0, True)
+    assert [write(first) for _ in range(7)] == [(0, index, True) for index in range(1, 8)]
+    # its split done, the first worker takes the last chunk of the other's split (a part): its chunks are larger than
+    # those of the split not started
+    assert write(first) == (1, 7, False)
+    assert write(second) == (1, 1, True)
+    # the last one left comes right after what is in the file: it goes straight in too
+    assert [write(first) for _ in range(5)] == [(1, 6, False), (1, 5, False), (1, 4, False), (1, 3, False), (1, 2, True)]
+    assert write(second) == (2, 0, True)  # the small chunks last
+    assert write(first) == (2, 7, False)
+    first.abandon(2)  # its config failed: nothing more of it is taken
+    assert first.take() is None and second.take() is None
 
 
 def test_a_split_does_not_depend_on_the_size_of_other_splits(tmp_path: Path, example_registry: Registry):

@@ -11,18 +11,18 @@ from __future__ import annotations
 import bisect
 import contextlib
 import errno
-import glob
 import hashlib
 import json
 import logging
 import multiprocessing
 import os
+import pickle
 import random
 import shutil
 import signal
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -355,13 +355,18 @@ def _write_range(
     parquet_path: Path | None,
     registry: Registry | None = None,
     progress: ProgressCallback | None = None,
+    *,
+    in_place: str | None = None,
 ) -> int:
+    """Write rows ``start:stop`` of ``split``: to ``jsonl_path`` under a temporary name renamed when done, or, with
+    ``in_place`` (``"w"`` or ``"a"``), straight into ``jsonl_path``, itself a temporary (a pool split's file)."""
     registry = registry or get_registry()
     plans = plan_groups(config, registry)
     producer = _SplitProducer(config, plans, registry, split)
     step = 2048
     with contextlib.ExitStack() as stack:
-        write_line = stack.enter_context(JsonlWriter(jsonl_path)).write_line
+        sink = _InPlace(jsonl_path, in_place) if in_place else JsonlWriter(jsonl_path)
+        write_line = stack.enter_context(sink).write_line
         parquet = None
         if parquet_path:
             writer = ParquetWriter(parquet_path, tool_names=sorted({name for plan in plans for name in plan.tool_names}))
@@ -379,6 +384,34 @@ def _write_range(
     if progress:
         progress((stop - start) % step)
     return stop - start
+
+
+class _InPlace:
+    """Lines written straight into an open file (``mode`` ``"w"`` or ``"a"``), with a full disk as one clear error."""
+
+    def __init__(self, path: Path, mode: str) -> None:
+        self.path = path
+        self.mode = mode
+        self.handle: Any = None
+
+    def __enter__(self) -> _InPlace:
+        self.handle = open(self.path, self.mode, encoding="utf-8", newline="\n")
+        return self
+
+    def write_line(self, line: str) -> None:
+        self.handle.write(line)
+        self.handle.write("\n")
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.handle.close()  # flushes: a full disk may only show here
+        except OSError as error:
+            if exc is None:
+                exc = error
+        if isinstance(exc, OSError) and (full := no_space_error(self.path, exc)) is not None:
+            raise full from None
+        if exc is not None and exc_type is None:  # the close failed for another reason
+            raise exc
 
 
 #: The registry of the pool being run; forked workers inherit it, so they resolve ids exactly as the caller did.
@@ -409,11 +442,130 @@ def _worker_signals() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _INTERRUPTS)
 
 
-def _write_range_job(args: tuple) -> tuple[int, int]:
-    """Pool entry point: (config number, split, start, stop, part paths...) → (config number, rows written)."""
-    number, config, split, start, stop, jsonl_path, parquet_path = args
-    _write_range(config, split, start, stop, jsonl_path, parquet_path, _pool_registry)
-    return number, stop - start
+class _PoolSplit(NamedTuple):
+    """One split of a pool run, as its workers and its parent see it: where its chunks of rows go.
+
+    The split's JSONL file is built under ``temporary`` (renamed to ``target`` once the whole config has succeeded);
+    a chunk that cannot go there yet is a part file under ``parts``, as is every chunk's Parquet."""
+
+    number: int  # the config's position in the run
+    config: InstructionConfig
+    split: str
+    count: int
+    chunk: int  # rows per chunk
+    target: Path
+    temporary: Path
+    parts: Path
+
+    @property
+    def chunks(self) -> int:
+        return max(1, -(-self.count // self.chunk))  # an empty split is one empty chunk: its file is written too
+
+    def rows(self, index: int) -> tuple[int, int]:
+        return index * self.chunk, min(self.count, (index + 1) * self.chunk)
+
+    def part(self, index: int, suffix: str) -> Path:
+        return self.parts / f"{self.number}_{self.split}_{index * self.chunk:012d}{suffix}"
+
+
+class _Claims:
+    """Which chunks of each split of a pool run are taken, and how many are in the split's file, in shared memory.
+
+    Per split three numbers: the next chunk not taken from the front, one past the last chunk not taken from the back,
+    and ``joined``, the count of chunks from the split's start that are in its file. A chunk taken while ``joined``
+    equals its index goes straight into the file (nothing before it is missing, and nothing can be appended while it
+    is written); any other chunk is a part file, appended by the parent once the chunks before it are in.
+
+    A worker goes through one split from the front, so its chunks go straight into the file one after the other. A
+    free worker takes the largest chunk on offer: the first of a split not started, or the last of a split another
+    worker goes through (a part), so the run ends on small chunks. Most chunks are then neither written twice nor
+    copied (a part and its append cost the pool 4-15% of its CPU: bench/bench_generate.py's pool figure).
+    """
+
+    def __init__(self, shared: Any, splits: Sequence[_PoolSplit]) -> None:
+        self.shared = shared  # a multiprocessing Array of 3 integers per split, with its lock
+        self.splits = splits
+        self.mine: int | None = None  # in a worker: the split it goes through from the front
+
+    @classmethod
+    def create(cls, context: Any, splits: Sequence[_PoolSplit]) -> _Claims:
+        return cls(context.Array("q", [value for split in splits for value in (0, split.chunks, 0)]), splits)
+
+    def take(self) -> tuple[int, int, bool] | None:
+        """In a worker: the next chunk to write, as (split, chunk index, straight into the file), or None."""
+        with self.shared.get_lock():
+            state = self.shared.get_obj()
+            key = self.mine
+            if key is None or state[3 * key] >= state[3 * key + 1]:
+                # the largest chunks first, so that the run ends on small ones and no worker waits long for the other;
+                # of equal ones, a split not started (its chunks go straight into its file), else the most rows left
+                offers = [key for key in range(len(self.splits)) if state[3 * key] < state[3 * key + 1]]
+                if not offers:
+                    self.mine = None
+                    return None
+                key = max(offers, key=lambda offer: (
+                    self.splits[offer].chunk, state[3 * offer] == 0,
+                    (state[3 * offer + 1] - state[3 * offer]) * self.splits[offer].chunk, -offer))
+                if state[3 * key]:  # started: the last chunk of a split another worker goes through
+                    self.mine = None
+                    index = state[3 * key + 1] = state[3 * key + 1] - 1
+                    return key, index, state[3 * key + 2] == index
+            self.mine = key
+            index = state[3 * key]
+            state[3 * key] = index + 1
+            return key, index, state[3 * key + 2] == index
+
+    def joined(self, key: int) -> int:
+        return self.shared[3 * key + 2]
+
+    def set_joined(self, key: int, count: int) -> None:
+        self.shared[3 * key + 2] = count
+
+    def abandon(self, key: int) -> None:
+        """In the parent: no chunk of this split is taken from now on (its config has failed)."""
+        with self.shared.get_lock():
+            self.shared[3 * key] = self.shared[3 * key + 1] = 0
+
+
+#: In a pool worker: the run's claims, set by :func:`_pool_worker_start`.
+_pool_claims: _Claims | None = None
+
+#: The attribute naming the split of a chunk whose writing raised, on the exception that reaches the parent.
+_FAILED_SPLIT = "_bootcamp_pool_split"
+
+
+def _pool_worker_start(shared: Any, splits: Sequence[_PoolSplit]) -> None:
+    global _pool_claims
+    _pool_claims = _Claims(shared, splits)
+    _worker_signals()
+
+
+def _pool_job() -> tuple[int, int, int, bool] | None:
+    """Pool entry point: take a chunk and write it → (split, chunk index, rows, whether it went straight into the
+    split's file), or None when none is left."""
+    assert _pool_claims is not None
+    taken = _pool_claims.take()
+    if taken is None:
+        return None
+    key, index, straight = taken
+    split = _pool_claims.splits[key]
+    start, stop = split.rows(index)
+    try:
+        _write_range(split.config, split.split, start, stop,
+                     split.temporary if straight else split.part(index, ".jsonl"),
+                     split.part(index, ".parquet") if split.config.gen_parquet else None,
+                     _pool_registry, in_place=("a" if index else "w") if straight else None)
+    except Exception as error:
+        failure = error
+        try:
+            pickle.dumps(error)
+        except Exception:  # noqa: BLE001 (the parent gets what it can read: the error's type and message)
+            failure = GenerationError(f"{type(error).__name__}: {error}")
+        setattr(failure, _FAILED_SPLIT, key)
+        raise failure  # with its traceback, which the pool sends to the parent
+    if straight:
+        _pool_claims.set_joined(key, index + 1)
+    return key, index, stop - start, straight
 
 
 # ----------------------------------------------------------------------------------------------- reports
@@ -508,59 +660,63 @@ def _record_files(report: GenerationReport, split: str, count: int, jsonl: Path,
 
 
 class _SplitJoin:
-    """The JSONL file of one split of a pool run, joined while the workers run.
+    """The parent's side of one split of a pool run: it appends the part files to the split's file in order.
 
-    Its first part is written by a worker straight to the joined file's temporary name; every later part is
-    appended, and removed, as soon as the parts before it are done, so when the pool ends only the last part of a
-    split is left to append (bench/bench_generate.py's pool figure). The file is renamed into place by
-    :meth:`commit`, once the whole config has succeeded.
+    A part is appended, and removed, as soon as every chunk before it is in the file (written there by a worker, or
+    appended), while the workers run. The file is renamed into place by :meth:`commit`, once the whole config has
+    succeeded.
 
-    Measured and not taken: each worker holding its chunk's lines in memory and writing them straight into the
-    split's file when the chunks before it were written (no part files, nothing copied). The kernel's copy of those
-    megabytes, cold, from the worker's memory into the page cache cost more CPU than the parts written in small pieces
-    plus the in-kernel append (``copy_file_range``), and the pool's speed-up did not rise in alternated runs.
+    Measured and not taken: each worker holding its chunk's lines in memory and writing them into the split's file
+    when the chunks before it were written (no part files, nothing copied). The kernel's copy of those megabytes, cold,
+    from the worker's memory into the page cache cost more CPU than lines written in small pieces, and the pool's
+    speed-up did not rise in alternated runs. Chunks are written straight into the file only when nothing before them
+    is missing (:class:`_Claims`).
     """
 
-    def __init__(self, target: Path, parts: list[Path]) -> None:
-        self.target = target
-        self.temporary = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-        self.parts = parts
-        self.done = [False] * len(parts)
-        self.joined = 0
+    def __init__(self, split: _PoolSplit, key: int, claims: _Claims) -> None:
+        self.split = split
+        self.key = key
+        self.claims = claims
+        self.waiting: set[int] = set()  # parts written, not yet appended
         self.handle: Any = None
 
-    def part_path(self, index: int) -> Path:
-        return self.temporary if index == 0 else self.parts[index]
+    def chunk_done(self, index: int, straight: bool) -> None:
+        if not straight:
+            self.waiting.add(index)
+        joined = self.claims.joined(self.key)
+        while joined in self.waiting:
+            part = self.split.part(joined, ".jsonl")
+            try:
+                if self.handle is None:
+                    self.handle = open(self.split.temporary, "r+b")  # noqa: SIM115 (closed when the split is whole)
+                self.handle.seek(0, os.SEEK_END)  # workers may have written since
+                _append(part, self.handle)
+            except OSError as error:
+                raise no_space_error(self.split.target, error) or error from None
+            part.unlink(missing_ok=True)
+            self.waiting.discard(joined)
+            joined += 1
+            # only now may a worker write the next chunk straight into the file
+            self.claims.set_joined(self.key, joined)
+        if self.whole:
+            self.close()
 
-    def part_done(self, index: int) -> None:
-        self.done[index] = True
-        while self.joined < len(self.parts) and self.done[self.joined]:
-            if self.joined > 0:
-                try:
-                    if self.handle is None:
-                        self.handle = open(self.temporary, "r+b")  # noqa: SIM115 (closed when the split is joined)
-                        self.handle.seek(0, os.SEEK_END)
-                    _append(self.parts[self.joined], self.handle)
-                except OSError as error:
-                    raise no_space_error(self.target, error) or error from None
-                self.parts[self.joined].unlink(missing_ok=True)
-            self.joined += 1
-        if self.joined == len(self.parts) and self.handle is not None:
+    @property
+    def whole(self) -> bool:
+        return self.claims.joined(self.key) == self.split.chunks
+
+    def close(self) -> None:
+        if self.handle is not None:
             self.handle.close()
             self.handle = None
 
     def commit(self) -> None:
-        assert self.joined == len(self.parts)
-        os.replace(self.temporary, self.target)
+        assert self.whole
+        os.replace(self.split.temporary, self.split.target)
 
     def discard(self) -> None:
-        if self.handle is not None:
-            self.handle.close()
-            self.handle = None
-        self.temporary.unlink(missing_ok=True)
-        # the temporary of a worker killed while writing the first part
-        for leftover in self.temporary.parent.glob(f"{glob.escape(self.temporary.name)}.tmp-*"):
-            leftover.unlink(missing_ok=True)
+        self.close()
+        self.split.temporary.unlink(missing_ok=True)
 
 
 def _append(source: Path, target: Any) -> None:
@@ -584,38 +740,37 @@ def _append(source: Path, target: Any) -> None:
         if copied < size:
             handle.seek(copied)
             shutil.copyfileobj(handle, target, 1 << 20)
+            target.flush()
+
+
+def _pool_splits(configs, runnable, output_dir: Path, max_workers: int, parts: Path) -> list[_PoolSplit]:
+    """The splits of a pool run, the largest first (so that the last chunks of the run are small ones)."""
+    splits = []
+    for number in runnable:
+        config = configs[number]
+        for split, count in config.split_samples.items():
+            target = _output_paths(config, output_dir, split)[0]
+            # several chunks per worker keep both busy when configs differ in cost
+            chunk = max(1, min(CHUNK_ROWS, -(-count // (4 * max_workers))))
+            splits.append(_PoolSplit(number, config, split, count, chunk, target,
+                                     target.with_name(f"{target.name}.tmp-{os.getpid()}"), parts))
+    return sorted(splits, key=lambda split: -split.count)
 
 
 def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_error, reports, progress,
                       registry=None) -> None:
     global _pool_registry
     parts_dir = output_dir / f".parts-{os.getpid()}"
-    jobs: dict[int, list[tuple]] = {}
-    joins: dict[tuple[int, str], _SplitJoin] = {}
-    for number in runnable:
-        config = configs[number]
-        for split, count in config.split_samples.items():
-            # several chunks per worker keep both busy when configs differ in cost
-            chunk = max(1, min(CHUNK_ROWS, -(-count // (4 * max_workers))))
-            starts = range(0, max(count, 1), chunk)
-            join = joins[number, split] = _SplitJoin(
-                _output_paths(config, output_dir, split)[0],
-                [parts_dir / f"{number}_{split}_{start:012d}.jsonl" for start in starts])
-            for index, start in enumerate(starts):
-                stop = min(count, start + chunk)
-                stem = parts_dir / f"{number}_{split}_{start:012d}"
-                jobs.setdefault(number, []).append(
-                    (number, config, split, start, stop, join.part_path(index),
-                     stem.with_suffix(".parquet") if config.gen_parquet else None, index)
-                )
+    splits = _pool_splits(configs, runnable, output_dir, max_workers, parts_dir)
+    # fork: workers inherit the loaded plugins (and a registry passed in) instead of loading them again
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    claims = _Claims.create(context, splits)
+    joins = [_SplitJoin(split, key, claims) for key, split in enumerate(splits)]
     _pool_registry = registry
-    committed: set[tuple[int, str]] = set()
+    committed: set[int] = set()
     heap = contextlib.ExitStack()
     try:
         parts_dir.mkdir(exist_ok=True)  # inside the try: an interrupt from here on removes it again
-        # fork: workers inherit the loaded plugins (and a registry passed in) instead of loading them again
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork") if "fork" in methods else None
         # frozen objects are skipped by the children's garbage collector, which would otherwise touch (and so copy)
         # every page of the parent's heap
         heap.enter_context(frozen_heap())
@@ -625,54 +780,70 @@ def _generate_in_pool(configs, runnable, output_dir, max_workers, continue_on_er
         pool = None
         try:
             with _signals_held():
-                pool = ProcessPoolExecutor(max_workers=max_workers, mp_context=context, initializer=_worker_signals)
-                futures = {pool.submit(_write_range_job, job[:7]): job for number in jobs for job in jobs[number]}
+                pool = ProcessPoolExecutor(max_workers=max_workers, mp_context=context,
+                                           initializer=_pool_worker_start, initargs=(claims.shared, splits))
+                # one job per chunk: each takes whichever chunk is best to write when it starts
+                pending = {pool.submit(_pool_job) for split in splits for _ in range(split.chunks)}
             failed: set[int] = set()
-            pending = set(futures)
             while pending:
-                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    job = futures[future]
                     error = future.exception()
-                    number = job[0]
+                    key = None
+                    if error is None:
+                        result = future.result()
+                        if result is None:  # nothing was left to take
+                            continue
+                        key, index, rows, straight = result
+                        if splits[key].number not in failed:
+                            try:
+                                joins[key].chunk_done(index, straight)
+                            except BootcampError as join_error:
+                                error = join_error
+                        if error is None:
+                            if progress:
+                                progress(rows)
+                            continue
+                    else:
+                        key = getattr(error, _FAILED_SPLIT, None)
                     if isinstance(error, BrokenProcessPool):
                         error = GenerationError(
                             "a generation worker process died (killed, or out of memory) while writing; nothing of the "
                             "unfinished configs is kept: run again (with fewer --max-workers if memory is short)")
-                    if error is None and number not in failed:
-                        try:
-                            joins[number, job[2]].part_done(job[7])
-                        except BootcampError as join_error:
-                            error = join_error
-                    if error is None:
-                        if progress:
-                            progress(job[4] - job[3])
-                        continue
-                    if number not in failed:
+                    # the config of the chunk that failed; a failure of the pool itself: every unfinished one
+                    numbers = {splits[key].number} if key is not None else {
+                        split.number for split, join in zip(splits, joins) if not join.whole}
+                    message = str(error) if isinstance(error, BootcampError) else f"{type(error).__name__}: {error}"
+                    for number in sorted(numbers - failed):
                         failed.add(number)
-                        message = str(error) if isinstance(error, BootcampError) else f"{type(error).__name__}: {error}"
                         reports[number].error = f"{configs[number].name}: {message}"
+                        for other, split in enumerate(splits):
+                            if split.number == number:
+                                claims.abandon(other)
                     if not continue_on_error:
                         raise error
         finally:
             # an error or an interrupt: chunks not started never start; running ones finish, then all is removed
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
+        for key, split in enumerate(splits):
+            if reports[split.number].error is None:
+                joins[key].commit()
+                committed.add(key)
         for number in runnable:
             if reports[number].error:
                 continue
             config = configs[number]
-            for split, count in config.split_samples.items():
-                jsonl, parquet = _output_paths(config, output_dir, split)
-                joins[number, split].commit()
-                committed.add((number, split))
+            for split_name, count in config.split_samples.items():
+                jsonl, parquet = _output_paths(config, output_dir, split_name)
                 if parquet:
-                    _concat_parquet([job[6] for job in jobs[number] if job[2] == split], parquet)
-                _record_files(reports[number], split, count, jsonl, parquet)
+                    split = next(split for split in splits if split.number == number and split.split == split_name)
+                    _concat_parquet([split.part(index, ".parquet") for index in range(split.chunks)], parquet)
+                _record_files(reports[number], split_name, count, jsonl, parquet)
     finally:
         _pool_registry = None
         heap.close()
-        for key, join in joins.items():
+        for key, join in enumerate(joins):
             if key not in committed:
                 join.discard()
         shutil.rmtree(parts_dir, ignore_errors=True)
